@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs every system package Railyard needs on Debian 12 (run as root).
+# Idempotent: on a ready machine it only checks dpkg and returns in about a second.
+set -euo pipefail
+
+PKGS=(build-essential cmake ninja-build pkg-config libboost1.81-dev libsqlite3-dev sqlite3
+      nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
+      libcli11-dev libspdlog-dev libfmt-dev libssl-dev)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "bootstrap: system packages present" >&2
+fi
