@@ -1,0 +1,74 @@
+// The job model shared by the CLI, the daemon, the simulator and the scheduling core.
+// JSON schema: jobs/README.md. Parsing and validation: jobs/spec_json.hpp, jobs/validate.hpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace railyard::jobs {
+
+using JobId = int64_t;
+
+enum class JobKind { kBatch, kService };
+enum class Qos { kHigh, kNormal, kScavenger };
+enum class Launcher { kNone, kEnv, kMpi };
+enum class Layout { kAuto, kPack, kSpread };  // pack: fewest nodes/leaves; spread: one GPU per node where possible
+
+// Lifecycle. PENDING -> STARTING -> RUNNING -> one end state; requeue takes an ended or running job back to
+// PENDING (preemption, NODE_FAIL with requeue, FAILED with requeue).
+enum class JobState { kPending, kHeld, kStarting, kRunning, kCompleted, kFailed, kCancelled, kTimeout, kNodeFail, kPreempted };
+
+std::string_view to_string(JobKind k);
+std::string_view to_string(Qos q);
+std::string_view to_string(Launcher l);
+std::string_view to_string(Layout l);
+std::string_view to_string(JobState s);
+std::optional<JobKind> parse_kind(std::string_view s);
+std::optional<Qos> parse_qos(std::string_view s);
+std::optional<Launcher> parse_launcher(std::string_view s);
+std::optional<Layout> parse_layout(std::string_view s);
+std::optional<JobState> parse_state(std::string_view s);
+bool is_terminal(JobState s);
+
+struct Target {
+  std::string metric = "eval_accuracy";
+  double value = 0;
+};
+
+struct JobSpec {
+  std::string name;
+  std::string user;
+  std::string project;          // account
+  JobKind kind = JobKind::kBatch;
+
+  // Size: either `gpus` alone (the scheduler chooses the node split) or `nodes` x `gpus_per_node`.
+  int gpus = 0;                 // total GPUs (batch) or GPUs per replica (service)
+  int nodes = 0;                // 0 = let the scheduler choose
+  int gpus_per_node = 0;        // 0 = let the scheduler choose
+  int replicas = 1;             // service only: independent replicas, each placed on its own
+  std::string gpu_type;         // "" or "any" = any type
+  std::string mig;              // MIG profile, e.g. "1g.10gb"; then gpus counts slices (must be 1)
+  std::vector<std::string> features;  // node features every node must have (partition-like)
+  Layout layout = Layout::kAuto;
+  bool exclusive = false;       // whole nodes even for a sub-node job
+
+  int64_t time_limit_s = 3600;  // 0 = none (services)
+  Qos qos = Qos::kNormal;
+  int priority = 0;             // user-set nice-like boost, -1000..1000
+  Launcher launcher = Launcher::kNone;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  bool requeue = false;         // requeue on FAILED / NODE_FAIL
+  std::optional<Target> target; // time-to-train quality target
+  std::vector<JobId> afterok;   // start only after these completed successfully
+
+  // Total GPUs (or slices) the job needs at once.
+  int total_gpus() const;
+};
+
+}  // namespace railyard::jobs

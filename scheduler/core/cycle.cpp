@@ -1,0 +1,274 @@
+#include "scheduler/core/cycle.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "scheduler/core/reservation.hpp"
+#include "scheduler/placement/placer.hpp"
+#include "scheduler/placement/request.hpp"
+#include "scheduler/queue/preempt.hpp"
+#include "scheduler/queue/priority.hpp"
+#include "topology/cost.hpp"
+
+namespace railyard::sched {
+
+std::string_view to_string(NodeHealth h) {
+  switch (h) {
+    case NodeHealth::kUp: return "up";
+    case NodeHealth::kDrain: return "drain";
+    case NodeHealth::kDown: return "down";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(PendingReason r) {
+  switch (r) {
+    case PendingReason::kNone: return "none";
+    case PendingReason::kHeld: return "held";
+    case PendingReason::kDependency: return "dependency";
+    case PendingReason::kQuotaUser: return "quota_user";
+    case PendingReason::kQuotaProject: return "quota_project";
+    case PendingReason::kResources: return "resources";
+    case PendingReason::kReservation: return "reservation";
+    case PendingReason::kPriority: return "priority";
+    case PendingReason::kPreempting: return "preempting";
+  }
+  return "unknown";
+}
+
+int64_t RunningJob::expected_end() const {
+  if (!spec || spec->time_limit_s <= 0) return kForever;
+  return start_time + spec->time_limit_s;
+}
+
+namespace {
+
+// Failures already seen in this pass for one shape: usage only shrinks while the pass places jobs, so a
+// shape that did not fit for a window ending at E does not fit for any window ending at or after E.
+struct FailMemo {
+  struct Key {
+    uint64_t classes;
+    int nodes, k, total, replicas;
+    bool whole;
+    int layout;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(k.classes) ^ (static_cast<size_t>(k.nodes) * 1000003u) ^
+             (static_cast<size_t>(k.total) * 7919u) ^ (static_cast<size_t>(k.k) << 20) ^
+             (static_cast<size_t>(k.replicas) << 40) ^ (static_cast<size_t>(k.layout) << 50) ^ k.whole;
+    }
+  };
+  struct Seen {
+    int64_t min_end;
+    std::string message;
+  };
+  std::unordered_map<Key, Seen, KeyHash> seen;
+
+  static std::optional<Key> key_of(const Request& r) {
+    if (r.class_mask == 0 || r.is_mig()) return std::nullopt;
+    return Key{r.class_mask, r.shape.nodes, r.shape.k_max(), r.shape.total, r.replicas, r.shape.whole_nodes,
+               static_cast<int>(r.layout)};
+  }
+  const Seen* find(const Request& r) const {
+    auto k = key_of(r);
+    if (!k) return nullptr;
+    auto it = seen.find(*k);
+    return it != seen.end() && r.window.end >= it->second.min_end ? &it->second : nullptr;
+  }
+  void add(const Request& r, std::string message) {
+    if (auto k = key_of(r)) {
+      auto [it, inserted] = seen.try_emplace(*k, Seen{r.window.end, std::move(message)});
+      if (!inserted && r.window.end < it->second.min_end) it->second = {r.window.end, std::move(message)};
+    }
+  }
+};
+
+class Pass {
+ public:
+  explicit Pass(const Snapshot& s)
+      : s_(s), classes_(*s.cluster), usage_(*s.cluster, classes_, s.health), gone_(s.running.size(), 0) {
+    for (size_t i = 0; i < s.running.size(); ++i) {
+      const auto& r = s.running[i];
+      usage_.take(r.gpus, static_cast<int32_t>(i));
+      for (const auto& sl : r.slices) usage_.take_slice(sl);
+      charge(*r.spec, static_cast<int>(r.gpus.size() + r.slices.size()));
+      releases_.add(r.expected_end(), r.gpus, r.slices);
+    }
+  }
+
+  Plan run() {
+    auto priorities = compute_priorities(s_);
+    for (size_t idx : priority_order(s_, priorities)) consider(s_.pending[idx], priorities[idx]);
+    return std::move(plan_);
+  }
+
+ private:
+  void charge(const jobs::JobSpec& spec, int gpus) {
+    user_used_[spec.user] += gpus;
+    project_used_[spec.project] += gpus;
+  }
+
+  void pend(const PendingJob& job, double priority, PendingReason reason, std::string message) {
+    plan_.pending.push_back({job.id, reason, s_.config.explain ? std::move(message) : std::string(), std::nullopt, priority});
+  }
+
+  // Held, dependency and quota gates; false when the job cannot be considered now.
+  bool gates_open(const PendingJob& job, double priority, int gpus) {
+    const auto& spec = *job.spec;
+    if (job.held) return pend(job, priority, PendingReason::kHeld, "held"), false;
+    for (JobId dep : spec.afterok) {
+      auto it = s_.dependencies.find(dep);
+      auto state = it == s_.dependencies.end() ? DependencyState::kWaiting : it->second;
+      if (state == DependencyState::kNeverSatisfied) {
+        plan_.rejected.push_back({job.id, "dependency: job " + std::to_string(dep) + " did not complete successfully"});
+        return false;
+      }
+      if (state == DependencyState::kWaiting)
+        return pend(job, priority, PendingReason::kDependency, "waits for job " + std::to_string(dep)), false;
+    }
+    if (auto q = s_.user_quota.find(spec.user); q != s_.user_quota.end() && user_used_[spec.user] + gpus > q->second) {
+      pend(job, priority, PendingReason::kQuotaUser,
+           "quota of user " + spec.user + " reached (" + std::to_string(user_used_[spec.user]) + " of " +
+               std::to_string(q->second) + " GPUs in use, needs " + std::to_string(gpus) + ")");
+      return false;
+    }
+    if (auto q = s_.project_quota.find(spec.project);
+        q != s_.project_quota.end() && project_used_[spec.project] + gpus > q->second) {
+      pend(job, priority, PendingReason::kQuotaProject,
+           "quota of project " + spec.project + " reached (" + std::to_string(project_used_[spec.project]) + " of " +
+               std::to_string(q->second) + " GPUs in use, needs " + std::to_string(gpus) + ")");
+      return false;
+    }
+    return true;
+  }
+
+  std::optional<Choice> place(const ClusterUsage& usage, const Request& req) const {
+    if (req.replicas == 1)
+      return s_.config.placement == PolicyConfig::Placement::kFirstFit ? place_first_fit(usage, req)
+                                                                       : place_topology(usage, req);
+    ClusterUsage scratch = usage;  // services: every replica placed on its own, all or none
+    Choice all;
+    for (int i = 0; i < req.replicas; ++i) {
+      auto one = place_topology(scratch, req);
+      if (!one) return std::nullopt;
+      scratch.take(one->gpus, ClusterUsage::kMig - 1);
+      for (const auto& sl : one->slices) scratch.take_slice(sl);
+      all.gpus.insert(all.gpus.end(), one->gpus.begin(), one->gpus.end());
+      all.slices.insert(all.slices.end(), one->slices.begin(), one->slices.end());
+    }
+    std::sort(all.gpus.begin(), all.gpus.end());
+    return all;
+  }
+
+  void start(const PendingJob& job, Request& req, Choice choice, std::vector<int32_t> victims) {
+    Placement p;
+    p.job = job.id;
+    p.gpus = std::move(choice.gpus);
+    p.slices = std::move(choice.slices);
+    for (int32_t v : victims) {
+      gone_[v] = 1;
+      p.preempts.push_back(s_.running[v].id);
+      usage_.give(s_.running[v].gpus);
+    }
+    const int32_t owner = static_cast<int32_t>(s_.running.size() + plan_.starts.size());
+    usage_.take(p.gpus, owner);
+    for (const auto& sl : p.slices) usage_.take_slice(sl);
+    for (int32_t v : victims) usage_.take(s_.running[v].gpus, v);  // the rest stays busy until they leave
+    const auto& c = *s_.cluster;
+    for (GpuId g : p.gpus)
+      if (p.nodes.empty() || p.nodes.back() != c.node_of(g)) p.nodes.push_back(c.node_of(g));
+    for (const auto& sl : p.slices) p.nodes.push_back(c.node_of(sl.gpu));
+    std::sort(p.nodes.begin(), p.nodes.end());
+    p.nodes.erase(std::unique(p.nodes.begin(), p.nodes.end()), p.nodes.end());
+    p.leaves_spanned = c.leaves_spanned(p.nodes);
+    p.min_leaves = c.min_leaves_for_nodes(static_cast<int>(p.nodes.size()));
+    if (!p.gpus.empty()) {
+      p.span = c.smallest_domain(p.gpus).level;
+      p.allreduce_s = topology::estimate_allreduce(c, p.gpus, s_.config.allreduce_bytes).seconds;
+    } else {
+      p.span = topology::Level::kGpu;
+    }
+    charge(*job.spec, static_cast<int>(p.gpus.size() + p.slices.size()));
+    releases_.add(req.window.end, p.gpus, p.slices);
+    plan_.starts.push_back(std::move(p));
+  }
+
+  void consider(const PendingJob& job, double priority) {
+    const auto& spec = *job.spec;
+    auto made = make_request(spec, *s_.cluster, classes_);
+    if (!made) return void(plan_.rejected.push_back({job.id, made.error().message}));
+    Request req = std::move(made).value();
+    if (!gates_open(job, priority, req.shape.total * req.replicas)) return;
+    if (blocked_by_) {
+      return pend(job, priority, PendingReason::kPriority,
+                  "waits behind higher-priority job " + std::to_string(*blocked_by_) + " (no backfill)");
+    }
+    req.window = {s_.now, spec.time_limit_s > 0 ? s_.now + spec.time_limit_s : kForever};
+    const FailMemo::Seen* seen = memo_.find(req);
+    std::optional<Choice> choice;
+    if (!seen && enough_free(req)) choice = place(usage_, req);
+    if (choice) return start(job, req, std::move(*choice), {});
+    if (spec.qos == jobs::Qos::kHigh && s_.config.preemption) {
+      if (auto pc = plan_preemption(s_, usage_, req, gone_)) return start(job, req, std::move(pc->choice), pc->victims);
+    }
+    not_placed(job, priority, req, seen);
+  }
+
+  bool enough_free(const Request& req) const {
+    int free = 0;
+    for (int c = 0; c < classes_.count(); ++c)
+      if (req.eligible[c]) free += usage_.class_free(c);
+    return free >= req.shape.total * req.replicas || req.is_mig();
+  }
+
+  void not_placed(const PendingJob& job, double priority, Request& req, const FailMemo::Seen* seen) {
+    std::string message;
+    if (seen) message = seen->message;
+    else if (s_.config.explain) message = explain_no_fit(usage_, req);
+    if (!seen) memo_.add(req, message);
+    PendingReason reason = PendingReason::kResources;
+    if (s_.config.explain && !seen && usage_.any_reservations() && enough_free(req)) {
+      if (place(usage_.without_reservations(), req)) reason = PendingReason::kReservation;
+    }
+    pend(job, priority, reason, message);
+    if (reservations_ < s_.config.reservation_depth && req.replicas == 1) {
+      auto found = find_reservation(releases_, usage_, req, s_.now, [&](const ClusterUsage& u, const Request& r) {
+        return place(u, r);
+      });
+      if (found) {
+        ++reservations_;
+        const Window held{found->start_time,
+                          req.window.end >= kForever ? kForever : found->start_time + (req.window.end - req.window.start)};
+        usage_.reserve(found->gpus, held);
+        releases_.add(held.end, {}, {});  // a time when later reservations may fit: after this one ends
+        plan_.pending.back().estimated_start = found->start_time;
+        if (s_.config.explain && reason == PendingReason::kResources)
+          plan_.pending.back().message += "; reserved to start at t=" + std::to_string(found->start_time);
+        plan_.reservations.push_back({job.id, found->start_time, std::move(found->gpus)});
+      }
+    }
+    if (!s_.config.backfill) blocked_by_ = job.id;
+  }
+
+  const Snapshot& s_;
+  NodeClasses classes_;
+  ClusterUsage usage_;
+  std::vector<char> gone_;
+  Releases releases_;
+  FailMemo memo_;
+  std::unordered_map<std::string, int> user_used_, project_used_;
+  int reservations_ = 0;
+  std::optional<JobId> blocked_by_;
+  Plan plan_;
+};
+
+}  // namespace
+
+Plan schedule(const Snapshot& snapshot) {
+  if (!snapshot.cluster) return {};
+  return Pass(snapshot).run();
+}
+
+}  // namespace railyard::sched

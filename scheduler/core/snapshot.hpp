@@ -1,0 +1,79 @@
+// The scheduling core's input: everything one pass may look at, and nothing else (no clock, no I/O).
+// The daemon builds a Snapshot from SQLite state and agent reports; the simulator from its virtual cluster.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "jobs/spec.hpp"
+#include "topology/cluster.hpp"
+
+namespace railyard::sched {
+
+using jobs::JobId;
+using topology::GpuId;
+using topology::NodeId;
+
+enum class NodeHealth { kUp, kDrain, kDown };
+std::string_view to_string(NodeHealth h);
+
+// One GPU slice held by a MIG job: slots [first_slot, first_slot + slots) of GPU `gpu`'s 8 memory slots.
+struct MigSlice {
+  GpuId gpu = -1;
+  int first_slot = 0;
+  int slots = 0;
+  std::string profile;
+};
+
+// Specs are borrowed: the shell owns them and keeps them alive for the duration of schedule().
+struct RunningJob {
+  JobId id = 0;
+  const jobs::JobSpec* spec = nullptr;
+  std::vector<GpuId> gpus;         // whole GPUs held (empty for MIG jobs)
+  std::vector<MigSlice> slices;    // MIG slices held
+  int64_t start_time = 0;
+  // When its GPUs are expected back: start + time_limit, or a large number for jobs without limit.
+  int64_t expected_end() const;
+};
+
+struct PendingJob {
+  JobId id = 0;
+  const jobs::JobSpec* spec = nullptr;
+  int64_t submit_time = 0;
+  bool held = false;
+};
+
+// State of a job that others depend on (afterok).
+enum class DependencyState { kWaiting, kSatisfied, kNeverSatisfied };
+
+struct PolicyConfig {
+  enum class Placement { kTopology, kFirstFit };
+  Placement placement = Placement::kTopology;  // first-fit: topology-oblivious baseline for comparisons
+  bool backfill = true;            // false: strict priority order (FIFO when priorities are equal)
+  int reservation_depth = 8;       // top blocked jobs that get a reservation
+  bool preemption = true;          // high may preempt scavenger
+  // Multifactor priority weights (see scheduler/README.md for the formula).
+  double weight_qos = 10000, weight_age = 1000, weight_fairshare = 5000, weight_size = 1000;
+  int64_t age_max_s = 7 * 24 * 3600;
+  double allreduce_bytes = 1e9;    // message size of the allreduce estimate reported with each placement
+  bool explain = true;             // false: skip building reason messages (simulator fast path)
+};
+
+struct Snapshot {
+  const topology::Cluster* cluster = nullptr;
+  std::vector<NodeHealth> health;                       // per NodeId; empty = all up
+  std::vector<RunningJob> running;
+  std::vector<PendingJob> pending;
+  std::unordered_map<JobId, DependencyState> dependencies;  // for afterok ids; missing = waiting
+  std::unordered_map<std::string, double> user_usage;     // decayed GPU-seconds (see FairShareLedger)
+  std::unordered_map<std::string, double> project_usage;
+  std::unordered_map<std::string, int> user_quota;        // max GPUs in use at once; missing = unlimited
+  std::unordered_map<std::string, int> project_quota;
+  PolicyConfig config;
+  int64_t now = 0;                                        // seconds, any epoch
+};
+
+}  // namespace railyard::sched

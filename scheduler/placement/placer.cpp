@@ -1,0 +1,290 @@
+#include "scheduler/placement/placer.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <numeric>
+
+namespace railyard::sched {
+namespace {
+
+using topology::DomainId;
+using topology::Level;
+
+bool eligible_node(const ClusterUsage& u, const Request& r, NodeId n) {
+  return u.node_usable(n) && r.eligible[u.classes().class_of[n]];
+}
+
+// k usable GPUs of node n, inside one NVLink domain when one has room (best fit among domains).
+std::vector<GpuId> pick_in_node(const ClusterUsage& u, NodeId n, int k, Window w) {
+  const auto& node = u.cluster().node(n);
+  const auto& p = u.cluster().profile_of(n);
+  std::vector<GpuId> out;
+  if (p.nvlink_domain_size < node.gpus && p.nvlink_domain_size >= k) {
+    int best = -1, best_free = 1 << 20;
+    for (int d = 0; d < node.gpus / p.nvlink_domain_size; ++d) {
+      int f = 0;
+      for (int i = 0; i < p.nvlink_domain_size; ++i) f += u.gpu_usable(node.first_gpu + d * p.nvlink_domain_size + i, w);
+      if (f >= k && f < best_free) best = d, best_free = f;
+    }
+    if (best >= 0)
+      for (int i = 0; i < p.nvlink_domain_size && static_cast<int>(out.size()) < k; ++i)
+        if (GpuId g = node.first_gpu + best * p.nvlink_domain_size + i; u.gpu_usable(g, w)) out.push_back(g);
+    if (static_cast<int>(out.size()) == k) return out;
+    out.clear();
+  }
+  for (int i = 0; i < node.gpus && static_cast<int>(out.size()) < k; ++i)
+    if (u.gpu_usable(node.first_gpu + i, w)) out.push_back(node.first_gpu + i);
+  return out;
+}
+
+// A whole free node to break for a sub-node job: in the leaf group with the fewest whole free nodes, so big
+// islands stay whole.
+std::optional<NodeId> whole_node_in_fullest_leaf(const ClusterUsage& u, const Request& r, int cls) {
+  const auto& c = u.cluster();
+  const int size = c.profiles()[u.classes().class_profile[cls]].gpus;
+  std::vector<std::pair<int, DomainId>> leaves;
+  for (DomainId l : c.leaves())
+    if (u.whole_free_nodes(l) > 0) leaves.push_back({u.whole_free_nodes(l), l});
+  std::sort(leaves.begin(), leaves.end());
+  for (auto [count, l] : leaves)
+    for (NodeId n = c.domain(l).first_node; n < c.domain(l).end_node; ++n)
+      if (eligible_node(u, r, n) && u.classes().class_of[n] == cls && u.usable_on(n, r.window) == size) return n;
+  return std::nullopt;
+}
+
+std::optional<Choice> place_single(const ClusterUsage& u, const Request& r, int k) {
+  const bool spread = r.layout == jobs::Layout::kSpread;
+  std::optional<NodeId> best;
+  int best_free = spread ? -1 : 1 << 20;
+  for (int cls = 0; cls < u.classes().count(); ++cls) {
+    if (!r.eligible[cls]) continue;
+    const int size = u.cluster().profiles()[u.classes().class_profile[cls]].gpus;
+    for (int step = 0; step <= size - k; ++step) {
+      const int f = spread ? size - step : k + step;
+      if (spread ? f <= best_free : f >= best_free) break;
+      std::optional<NodeId> found;
+      if (f == size && !spread && !u.any_reservations()) {
+        found = whole_node_in_fullest_leaf(u, r, cls);
+      } else {
+        for (NodeId n : u.bucket(cls, f))  // bucket order is deterministic; the first that fits will do
+          if (u.usable_on(n, r.window) >= k) {
+            found = n;
+            break;
+          }
+      }
+      if (found) {
+        best = found, best_free = f;
+        break;
+      }
+    }
+  }
+  if (!best) return std::nullopt;
+  return Choice{pick_in_node(u, *best, k, r.window), {}};
+}
+
+struct DomainFit {
+  Level level = Level::kCluster;
+  DomainId domain = -1;
+  int count = 0;
+};
+
+// Smallest domain holding n of the qualifying nodes, best fit at that level.
+std::optional<DomainFit> smallest_domain_for(const topology::Cluster& c, const std::vector<NodeId>& nodes, int n) {
+  if (static_cast<int>(nodes.size()) < n) return std::nullopt;
+  std::vector<int> count(c.domains().size(), 0);
+  for (NodeId node : nodes)
+    for (DomainId d : c.node(node).up)
+      if (d >= 0) count[d]++;
+  for (Level level : topology::kSwitchLevels) {
+    DomainFit best;
+    for (DomainId d = 0; d < static_cast<DomainId>(count.size()); ++d)
+      if (c.domain(d).level == level && count[d] >= n && (best.domain < 0 || count[d] < best.count))
+        best = {level, d, count[d]};
+    if (best.domain >= 0) return best;
+  }
+  return DomainFit{Level::kCluster, -1, static_cast<int>(nodes.size())};
+}
+
+// n nodes of `nodes` (sorted) inside `fit`: fewest leaf groups (largest first, the last one best fit), or
+// round robin over leaf groups for the spread layout.
+std::vector<NodeId> select_nodes(const topology::Cluster& c, const std::vector<NodeId>& nodes, DomainFit fit, int n,
+                                 bool spread) {
+  std::vector<std::vector<NodeId>> groups;  // qualifying nodes by leaf group, in node order
+  DomainId last_leaf = -2;
+  for (NodeId node : nodes) {
+    if (fit.domain >= 0 && (node < c.domain(fit.domain).first_node || node >= c.domain(fit.domain).end_node)) continue;
+    if (c.node(node).leaf() != last_leaf) groups.emplace_back(), last_leaf = c.node(node).leaf();
+    groups.back().push_back(node);
+  }
+  std::vector<NodeId> out;
+  if (spread) {
+    for (size_t round = 0; static_cast<int>(out.size()) < n; ++round)
+      for (auto& g : groups)
+        if (round < g.size() && static_cast<int>(out.size()) < n) out.push_back(g[round]);
+  } else {
+    std::vector<size_t> order(groups.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return groups[a].size() > groups[b].size(); });
+    size_t used = 0;
+    int taken = 0;
+    while (taken + static_cast<int>(groups[order[used]].size()) < n) taken += static_cast<int>(groups[order[used++]].size());
+    for (size_t i = 0; i < used; ++i) out.insert(out.end(), groups[order[i]].begin(), groups[order[i]].end());
+    const int rest = n - taken;
+    size_t last = order[used];
+    for (size_t i = used; i < order.size(); ++i)  // best fit for the remainder
+      if (static_cast<int>(groups[order[i]].size()) >= rest && groups[order[i]].size() < groups[last].size()) last = order[i];
+    out.insert(out.end(), groups[last].begin(), groups[last].begin() + rest);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Candidate index sets for k GPUs per node on nodes of `size` GPUs: aligned blocks, or sliding windows.
+std::vector<uint64_t> rail_sets(int k, int size) {
+  std::vector<uint64_t> out;
+  const uint64_t block = (k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
+  const int step = size % k == 0 ? k : 1;
+  for (int start = 0; start + k <= size; start += step) out.push_back(block << start);
+  return out;
+}
+
+bool set_usable(const ClusterUsage& u, NodeId n, uint64_t set, Window w) {
+  const auto& node = u.cluster().node(n);
+  for (uint64_t m = set; m; m &= m - 1) {
+    int i = std::countr_zero(m);
+    if (i >= node.gpus || !u.gpu_usable(node.first_gpu + i, w)) return false;
+  }
+  return true;
+}
+
+// Takes per_node[i] GPUs on nodes[i]: the rail set's lowest indices when given, else any usable.
+Choice take_on_nodes(const ClusterUsage& u, const std::vector<NodeId>& nodes, const Shape& s, uint64_t set, Window w) {
+  Choice ch;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& node = u.cluster().node(nodes[i]);
+    if (set == 0) {
+      auto g = pick_in_node(u, nodes[i], s.per_node[i], w);
+      ch.gpus.insert(ch.gpus.end(), g.begin(), g.end());
+      continue;
+    }
+    int left = s.per_node[i];
+    for (uint64_t m = set; m && left > 0; m &= m - 1, --left) ch.gpus.push_back(node.first_gpu + std::countr_zero(m));
+  }
+  std::sort(ch.gpus.begin(), ch.gpus.end());
+  return ch;
+}
+
+std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
+  const auto& c = u.cluster();
+  const Shape& s = r.shape;
+  const bool spread = r.layout == jobs::Layout::kSpread;
+  const int k = s.k_max();
+  const int size = c.max_gpus_per_node();
+  std::vector<uint64_t> sets = s.whole_nodes ? std::vector<uint64_t>{} : rail_sets(k, size);
+  if (s.whole_nodes) sets.push_back(k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
+  sets.push_back(0);  // fallback: any k usable GPUs per node, rails not aligned
+  std::optional<std::pair<DomainFit, std::vector<NodeId>>> best;
+  uint64_t best_set = 0;
+  for (uint64_t set : sets) {
+    if (set == 0 && (best || s.whole_nodes)) break;
+    std::vector<NodeId> qualifying;
+    for (NodeId n = 0; n < c.node_count(); ++n) {
+      if (!eligible_node(u, r, n) || u.free_on(n) < k) continue;
+      if (s.whole_nodes && c.node(n).gpus != k) continue;
+      if (set != 0 ? set_usable(u, n, set, r.window) : u.usable_on(n, r.window) >= k) qualifying.push_back(n);
+    }
+    auto fit = smallest_domain_for(c, qualifying, s.nodes);
+    if (!fit) continue;
+    bool better = !best || fit->level < best->first.level ||
+                  (fit->level == best->first.level && fit->count < best->first.count);
+    if (better) best = std::make_pair(*fit, std::move(qualifying)), best_set = set;
+  }
+  if (!best) return std::nullopt;
+  DomainFit fit = spread ? DomainFit{} : best->first;
+  auto nodes = select_nodes(c, best->second, fit, s.nodes, spread);
+  return take_on_nodes(u, nodes, s, best_set, r.window);
+}
+
+std::optional<Choice> place_mig(const ClusterUsage& u, const Request& r) {
+  const auto& c = u.cluster();
+  std::optional<MigSlice> best;
+  int best_used = -1;
+  for (GpuId g : u.split_gpus()) {
+    NodeId n = c.node_of(g);
+    if (!eligible_node(u, r, n)) continue;
+    const MigProfile* p = r.mig[u.classes().class_of[n]];
+    auto start = mig_fit(*p, u.mig_mask(g));
+    int used = std::popcount(u.mig_mask(g));
+    if (start && (used > best_used || (used == best_used && g < best->gpu)))
+      best = MigSlice{g, *start, p->slots, std::string(p->name)}, best_used = used;
+  }
+  if (best) return Choice{{}, {*best}};
+  Request whole = r;
+  whole.shape.per_node = {1};
+  auto one = place_single(u, whole, 1);
+  if (!one) return std::nullopt;
+  const MigProfile* p = r.mig[u.classes().class_of[c.node_of(one->gpus[0])]];
+  return Choice{{}, {MigSlice{one->gpus[0], *mig_fit(*p, 0), p->slots, std::string(p->name)}}};
+}
+
+}  // namespace
+
+std::optional<Choice> place_topology(const ClusterUsage& u, const Request& r) {
+  if (r.is_mig()) return place_mig(u, r);
+  if (r.shape.nodes == 1) return place_single(u, r, r.shape.total);
+  return place_multi(u, r);
+}
+
+std::optional<Choice> place_first_fit(const ClusterUsage& u, const Request& r) {
+  if (r.is_mig()) return place_mig(u, r);
+  const auto& c = u.cluster();
+  Choice ch;
+  const bool explicit_split = r.spec->gpus_per_node > 0 || r.spec->nodes > 0;
+  if (r.shape.nodes == 1 || explicit_split) {  // first nodes with room for each node's share
+    size_t i = 0;
+    for (NodeId n = 0; n < c.node_count() && i < r.shape.per_node.size(); ++n) {
+      if (!eligible_node(u, r, n) || u.usable_on(n, r.window) < r.shape.per_node[i]) continue;
+      auto g = pick_in_node(u, n, r.shape.per_node[i++], r.window);
+      ch.gpus.insert(ch.gpus.end(), g.begin(), g.end());
+    }
+    if (i < r.shape.per_node.size()) return std::nullopt;
+  } else {  // any free GPUs in node order until the count is met
+    for (NodeId n = 0; n < c.node_count() && static_cast<int>(ch.gpus.size()) < r.shape.total; ++n) {
+      if (!eligible_node(u, r, n)) continue;
+      const auto& node = c.node(n);
+      for (int i = 0; i < node.gpus && static_cast<int>(ch.gpus.size()) < r.shape.total; ++i)
+        if (u.gpu_usable(node.first_gpu + i, r.window)) ch.gpus.push_back(node.first_gpu + i);
+    }
+    if (static_cast<int>(ch.gpus.size()) < r.shape.total) return std::nullopt;
+  }
+  std::sort(ch.gpus.begin(), ch.gpus.end());
+  return ch;
+}
+
+std::string explain_no_fit(const ClusterUsage& u, const Request& r) {
+  const auto& c = u.cluster();
+  int free_total = 0, best_node = 0, whole = 0, best_leaf_whole = 0;
+  for (NodeId n = 0; n < c.node_count(); ++n) {
+    if (!eligible_node(u, r, n)) continue;
+    int f = u.usable_on(n, r.window);
+    free_total += f;
+    best_node = std::max(best_node, f);
+    whole += f == c.node(n).gpus;
+  }
+  for (DomainId l : c.leaves()) best_leaf_whole = std::max(best_leaf_whole, u.whole_free_nodes(l));
+  const Shape& s = r.shape;
+  std::string type = r.spec->gpu_type.empty() ? "" : " " + r.spec->gpu_type;
+  if (r.is_mig()) return "needs a free " + r.spec->mig + " MIG slot; none free on eligible GPUs";
+  if (free_total < s.total * r.replicas)
+    return "needs " + std::to_string(s.total * r.replicas) + type + " GPUs; " + std::to_string(free_total) + " free";
+  if (s.nodes == 1)
+    return "needs " + std::to_string(s.total) + " free" + type + " GPUs on one node; the best node has " +
+           std::to_string(best_node);
+  if (s.whole_nodes)
+    return "needs " + std::to_string(s.nodes) + " whole free nodes; " + std::to_string(whole) +
+           " free in the cluster (best leaf group: " + std::to_string(best_leaf_whole) + ")";
+  return "needs " + std::to_string(s.nodes) + " nodes with " + std::to_string(s.k_max()) + " free" + type +
+         " GPUs each";
+}
+
+}  // namespace railyard::sched

@@ -1,0 +1,38 @@
+// What a job asks of the placer, worked out once per job from its spec and the cluster: which node classes
+// are eligible (filter stage) and the shape (how many nodes, GPUs on each).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jobs/spec.hpp"
+#include "scheduler/core/usage.hpp"
+#include "scheduler/placement/mig.hpp"
+
+namespace railyard::sched {
+
+struct Shape {
+  int nodes = 1;
+  std::vector<int> per_node;  // GPUs on each node, largest first; sums to total
+  int total = 0;
+  bool whole_nodes = false;   // every node's GPUs all taken
+  int k_max() const { return per_node.empty() ? 0 : per_node.front(); }
+};
+
+struct Request {
+  const jobs::JobSpec* spec = nullptr;
+  std::vector<char> eligible;                 // per node class
+  std::vector<const MigProfile*> mig;         // per node class, MIG jobs only
+  Shape shape;                                // one replica for services
+  int replicas = 1;
+  jobs::Layout layout = jobs::Layout::kAuto;
+  Window window;                              // set per attempt: [start, start + time limit)
+  uint64_t class_mask = 0;                    // eligible classes as bits (0 when more than 64 classes)
+  bool is_mig() const { return !spec->mig.empty(); }
+};
+
+// Filter + shape. Fails (as a value) when the job can never fit this cluster: no eligible node, more GPUs
+// per node than any eligible node has, more GPUs or nodes than the cluster has of that kind.
+Result<Request> make_request(const jobs::JobSpec& spec, const topology::Cluster& cluster, const NodeClasses& classes);
+
+}  // namespace railyard::sched

@@ -1,0 +1,77 @@
+#include "scheduler/queue/priority.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_set>
+
+namespace railyard::sched {
+namespace {
+
+double qos_factor(jobs::Qos q) {
+  switch (q) {
+    case jobs::Qos::kHigh: return 1.0;
+    case jobs::Qos::kNormal: return 0.5;
+    case jobs::Qos::kScavenger: return 0.0;
+  }
+  return 0.5;
+}
+
+struct ShareTable {
+  double total = 0;
+  double share = 1;  // each party's normalized share
+  const std::unordered_map<std::string, double>* usage = nullptr;
+
+  double factor(const std::string& who) const {
+    if (total <= 0) return 1.0;
+    auto it = usage->find(who);
+    double u = it == usage->end() ? 0.0 : it->second / total;
+    return std::exp2(-u / share);
+  }
+};
+
+ShareTable make_table(const std::unordered_map<std::string, double>& usage, const Snapshot& s, bool by_user) {
+  ShareTable t;
+  t.usage = &usage;
+  std::unordered_set<std::string> parties;
+  for (const auto& [who, used] : usage) {
+    t.total += used;
+    parties.insert(who);
+  }
+  for (const auto& p : s.pending) parties.insert(by_user ? p.spec->user : p.spec->project);
+  t.share = parties.empty() ? 1.0 : 1.0 / static_cast<double>(parties.size());
+  return t;
+}
+
+}  // namespace
+
+std::vector<double> compute_priorities(const Snapshot& s) {
+  const auto& cfg = s.config;
+  const ShareTable users = make_table(s.user_usage, s, true);
+  const ShareTable projects = make_table(s.project_usage, s, false);
+  const double cluster_gpus = std::max(1, s.cluster->gpu_count());
+  std::vector<double> out;
+  out.reserve(s.pending.size());
+  for (const auto& job : s.pending) {
+    const auto& spec = *job.spec;
+    double age = cfg.age_max_s > 0 ? std::clamp(static_cast<double>(s.now - job.submit_time) / cfg.age_max_s, 0.0, 1.0) : 0;
+    double fair = (users.factor(spec.user) + projects.factor(spec.project)) / 2.0;
+    double size = std::min(1.0, spec.total_gpus() * std::max(1, spec.replicas) / cluster_gpus);
+    out.push_back(cfg.weight_qos * qos_factor(spec.qos) + cfg.weight_age * age + cfg.weight_fairshare * fair +
+                  cfg.weight_size * size + spec.priority);
+  }
+  return out;
+}
+
+std::vector<size_t> priority_order(const Snapshot& s, const std::vector<double>& priorities) {
+  std::vector<size_t> order(s.pending.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (priorities[a] != priorities[b]) return priorities[a] > priorities[b];
+    if (s.pending[a].submit_time != s.pending[b].submit_time) return s.pending[a].submit_time < s.pending[b].submit_time;
+    return s.pending[a].id < s.pending[b].id;
+  });
+  return order;
+}
+
+}  // namespace railyard::sched

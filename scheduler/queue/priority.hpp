@@ -1,0 +1,24 @@
+// Multifactor priority, in the manner of Slurm's priority/multifactor plugin:
+//
+//   P = w_qos * Q + w_age * A + w_fairshare * F + w_size * S + spec.priority
+//   Q = 1 (high), 0.5 (normal), 0 (scavenger)
+//   A = min(1, wait / age_max)
+//   F = (2^(-U_user / S_user) + 2^(-U_project / S_project)) / 2     (Slurm's classic fair-share factor)
+//       U = the user's (project's) share of all decayed usage; S = 1 / number of users (projects) seen
+//   S = min(1, gpus / cluster GPUs)                                 (favours big jobs, which are hardest to fit)
+// Ties go to the earlier submit, then the lower job id, so the order is total and deterministic.
+#pragma once
+
+#include <vector>
+
+#include "scheduler/core/snapshot.hpp"
+
+namespace railyard::sched {
+
+// Priority of each pending job, in snapshot.pending order.
+std::vector<double> compute_priorities(const Snapshot& snapshot);
+
+// Indices into snapshot.pending, highest priority first.
+std::vector<size_t> priority_order(const Snapshot& snapshot, const std::vector<double>& priorities);
+
+}  // namespace railyard::sched

@@ -1,0 +1,84 @@
+// A small builder for scheduler tests: owns specs, builds Snapshots, applies plans like a shell would.
+#pragma once
+
+#include <deque>
+#include <memory>
+
+#include "scheduler/core/cycle.hpp"
+#include "topology/generator.hpp"
+
+namespace railyard::sched::testing {
+
+inline jobs::JobSpec spec_gpus(int gpus, int64_t limit = 3600, std::string user = "alice") {
+  jobs::JobSpec s;
+  s.name = "job";
+  s.user = user;
+  s.project = user + "-proj";
+  s.gpus = gpus;
+  s.time_limit_s = limit;
+  return s;
+}
+
+class Harness {
+ public:
+  explicit Harness(topology::Cluster cluster) : cluster_(std::make_unique<topology::Cluster>(std::move(cluster))) {
+    snap_.cluster = cluster_.get();
+  }
+  static Harness superpod(const char* preset, int sus) { return Harness(topology::generate_superpod(preset, sus).value()); }
+  static Harness fat_tree(int nodes, int leaf_size, const char* profile = "dgx-h100") {
+    return Harness(topology::generate_fat_tree({.nodes = nodes, .leaf_size = leaf_size, .spine_size = 16, .profile = profile}).value());
+  }
+
+  const topology::Cluster& cluster() const { return *cluster_; }
+  Snapshot& snapshot() { return snap_; }
+
+  JobId submit(jobs::JobSpec spec, int64_t submit_time = 0) {
+    specs_.push_back(std::move(spec));
+    snap_.pending.push_back({next_id_, &specs_.back(), submit_time, false});
+    return next_id_++;
+  }
+  JobId run(jobs::JobSpec spec, std::vector<GpuId> gpus, int64_t start = 0) {
+    specs_.push_back(std::move(spec));
+    snap_.running.push_back({next_id_, &specs_.back(), std::move(gpus), {}, start});
+    return next_id_++;
+  }
+  // GPUs [first, first + count) of node n.
+  std::vector<GpuId> gpus_of(NodeId n, int first, int count) const {
+    std::vector<GpuId> out;
+    for (int i = 0; i < count; ++i) out.push_back(cluster_->node(n).first_gpu + first + i);
+    return out;
+  }
+  Plan plan() const { return schedule(snap_); }
+
+  // Applies starts (preempted victims go back to pending) and clears the pending list of started jobs.
+  void apply(const Plan& p) {
+    for (const auto& st : p.starts) {
+      for (JobId v : st.preempts) {
+        auto it = std::find_if(snap_.running.begin(), snap_.running.end(), [&](const RunningJob& r) { return r.id == v; });
+        snap_.pending.push_back({it->id, it->spec, it->start_time, false});
+        snap_.running.erase(it);
+      }
+      auto it = std::find_if(snap_.pending.begin(), snap_.pending.end(), [&](const PendingJob& j) { return j.id == st.job; });
+      snap_.running.push_back({st.job, it->spec, st.gpus, st.slices, snap_.now});
+      snap_.pending.erase(it);
+    }
+  }
+  static const Placement* find_start(const Plan& p, JobId id) {
+    for (const auto& s : p.starts)
+      if (s.job == id) return &s;
+    return nullptr;
+  }
+  static const PendingInfo* find_pending(const Plan& p, JobId id) {
+    for (const auto& s : p.pending)
+      if (s.job == id) return &s;
+    return nullptr;
+  }
+
+ private:
+  std::unique_ptr<topology::Cluster> cluster_;
+  std::deque<jobs::JobSpec> specs_;
+  Snapshot snap_;
+  JobId next_id_ = 1;
+};
+
+}  // namespace railyard::sched::testing

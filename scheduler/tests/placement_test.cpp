@@ -1,0 +1,188 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "scheduler/placement/mig.hpp"
+#include "scheduler/tests/harness.hpp"
+
+namespace railyard::sched {
+namespace {
+
+using testing::Harness;
+using testing::spec_gpus;
+
+TEST(Placement, ThirtyTwoNodeJobLandsInsideOneSu) {
+  auto h = Harness::superpod("dgx-h100-superpod", 4);
+  JobId id = h.submit(spec_gpus(256));
+  auto plan = h.plan();
+  const Placement* p = Harness::find_start(plan, id);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->gpus.size(), 256u);
+  EXPECT_EQ(p->nodes.size(), 32u);
+  EXPECT_EQ(p->leaves_spanned, 1);
+  EXPECT_EQ(p->min_leaves, 1);
+  EXPECT_EQ(p->span, topology::Level::kLeaf);
+  EXPECT_GT(p->allreduce_s, 0);
+}
+
+TEST(Placement, WholeNodeJobPrefersTheBestFittingSu) {
+  // SU1 has 4 free nodes left, SU2 is empty: a 4-node job goes into SU1's hole, keeping SU2 whole.
+  auto h = Harness::superpod("dgx-h100-superpod", 2);
+  for (NodeId n = 0; n < 28; ++n) h.run(spec_gpus(8), h.gpus_of(n, 0, 8));
+  JobId id = h.submit(spec_gpus(32));
+  auto plan = h.plan();
+  const Placement* p = Harness::find_start(plan, id);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->nodes, (std::vector<NodeId>{28, 29, 30, 31}));
+}
+
+TEST(Placement, SingleGpuJobsFillPartlyUsedNodesBeforeBreakingFreeOnes) {
+  auto h = Harness::fat_tree(4, 2);
+  h.run(spec_gpus(6), h.gpus_of(2, 0, 6));  // node 2 has 2 free GPUs
+  std::vector<JobId> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(h.submit(spec_gpus(1), i));
+  auto plan = h.plan();
+  ASSERT_EQ(plan.starts.size(), 3u);
+  std::multiset<NodeId> used;
+  for (const auto& s : plan.starts) used.insert(s.nodes[0]);
+  EXPECT_EQ(used.count(2), 2u);  // the two holes of node 2 first
+  // The third breaks a whole node, and stays off node 3's leaf only if that leaf is fuller: here node 2's
+  // leaf (nodes 2,3) has one whole node left vs two in leaf (0,1): it breaks node 3.
+  EXPECT_EQ(used.count(3), 1u);
+}
+
+TEST(Placement, CubeMeshFourGpuJobStaysInOneHalf) {
+  auto h = Harness::fat_tree(1, 1, "dgx-1-v100");
+  h.run(spec_gpus(1), h.gpus_of(0, 0, 1));  // GPU 0 busy: half 0 has 3 free, half 1 has 4
+  JobId id = h.submit(spec_gpus(4));
+  auto plan = h.plan();
+  const Placement* p = Harness::find_start(plan, id);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->gpus, h.gpus_of(0, 4, 4));
+  EXPECT_EQ(p->span, topology::Level::kNvlDomain);
+}
+
+TEST(Placement, MultiNodeSubNodeJobKeepsTheSameRails) {
+  auto h = Harness::fat_tree(2, 2);
+  h.run(spec_gpus(4), h.gpus_of(0, 0, 4));  // node 0: GPUs 4-7 free
+  h.run(spec_gpus(2), h.gpus_of(1, 6, 2));  // node 1: GPUs 0-5 free
+  jobs::JobSpec s = spec_gpus(0);
+  s.nodes = 2;
+  s.gpus_per_node = 4;
+  JobId id = h.submit(s);
+  auto plan = h.plan();
+  const Placement* p = Harness::find_start(plan, id);
+  ASSERT_NE(p, nullptr);
+  // Only indices 0-3 or 4-7 keep rails aligned; node 0 has 4-7 free, node 1 only 0-5: no aligned block
+  // exists, so the fallback places anyway but mixes rails; with node 1's 6-7 freed it must align.
+  EXPECT_EQ(p->gpus.size(), 8u);
+  Harness h2 = Harness::fat_tree(2, 2);
+  h2.run(spec_gpus(4), h2.gpus_of(0, 0, 4));
+  JobId id2 = h2.submit(s);
+  auto plan2 = h2.plan();
+  const Placement* p2 = Harness::find_start(plan2, id2);
+  ASSERT_NE(p2, nullptr);
+  std::vector<GpuId> want = h2.gpus_of(0, 4, 4);
+  auto more = h2.gpus_of(1, 4, 4);
+  want.insert(want.end(), more.begin(), more.end());
+  EXPECT_EQ(p2->gpus, want);
+}
+
+TEST(Placement, NineGpusPerNodeIsRejectedWithAReason) {
+  auto h = Harness::fat_tree(4, 2);
+  jobs::JobSpec s = spec_gpus(0);
+  s.nodes = 2;
+  s.gpus_per_node = 9;
+  JobId id = h.submit(s);
+  auto plan = h.plan();
+  ASSERT_EQ(plan.rejected.size(), 1u);
+  EXPECT_EQ(plan.rejected[0].job, id);
+  EXPECT_NE(plan.rejected[0].message.find("no eligible node has 9 GPUs"), std::string::npos);
+}
+
+TEST(Placement, UnknownGpuTypeAndTooBigAreRejected) {
+  auto h = Harness::fat_tree(2, 2);
+  jobs::JobSpec b300 = spec_gpus(8);
+  b300.gpu_type = "B300";
+  h.submit(b300);
+  h.submit(spec_gpus(24));
+  auto plan = h.plan();
+  ASSERT_EQ(plan.rejected.size(), 2u);
+  EXPECT_TRUE(plan.starts.empty());
+}
+
+TEST(Placement, DrainedAndDownNodesGetNoWork) {
+  auto h = Harness::fat_tree(3, 3);
+  h.snapshot().health = {NodeHealth::kDrain, NodeHealth::kDown, NodeHealth::kUp};
+  JobId a = h.submit(spec_gpus(8));
+  JobId b = h.submit(spec_gpus(8));
+  auto plan = h.plan();
+  const Placement* p = Harness::find_start(plan, a);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->nodes, std::vector<NodeId>{2});
+  const PendingInfo* pb = Harness::find_pending(plan, b);
+  ASSERT_NE(pb, nullptr);
+  EXPECT_EQ(pb->reason, PendingReason::kResources);
+  EXPECT_NE(pb->message.find("needs 8"), std::string::npos) << pb->message;
+}
+
+TEST(Placement, FirstFitBaselineTakesFragmentsAcrossNodes) {
+  for (auto policy : {PolicyConfig::Placement::kFirstFit, PolicyConfig::Placement::kTopology}) {
+    auto h = Harness::fat_tree(4, 1);
+    h.run(spec_gpus(4), h.gpus_of(0, 0, 4));
+    h.snapshot().config.placement = policy;
+    JobId id = h.submit(spec_gpus(16));
+    auto plan = h.plan();
+    const Placement* p = Harness::find_start(plan, id);
+    ASSERT_NE(p, nullptr);
+    if (policy == PolicyConfig::Placement::kFirstFit) {
+      EXPECT_EQ(p->nodes, (std::vector<NodeId>{0, 1, 2}));  // 4 left on node 0, all of 1, 4 of 2: oblivious
+      EXPECT_EQ(p->leaves_spanned, 3);
+    } else {
+      EXPECT_EQ(p->nodes, (std::vector<NodeId>{1, 2}));  // two whole nodes
+      EXPECT_EQ(p->leaves_spanned, 2);
+    }
+    EXPECT_EQ(p->min_leaves, static_cast<int>(p->nodes.size()));  // one node per leaf here
+  }
+}
+
+TEST(Mig, PlacementsFollowTheProfileTable) {
+  const MigProfile* p3 = find_mig_profile("H100", 80, "3g.40gb");
+  ASSERT_NE(p3, nullptr);
+  EXPECT_EQ(mig_fit(*p3, 0x00), 0);
+  EXPECT_EQ(mig_fit(*p3, 0x01), 4);
+  EXPECT_EQ(mig_fit(*p3, 0x11), std::nullopt);
+  const MigProfile* p7 = find_mig_profile("A100", 40, "7g.40gb");
+  ASSERT_NE(p7, nullptr);
+  EXPECT_EQ(mig_fit(*p7, 0x80), std::nullopt);
+  EXPECT_EQ(find_mig_profile("V100", 32, "1g.5gb"), nullptr);
+  EXPECT_EQ(find_mig_profile("H100", 80, "1g.5gb"), nullptr);  // an A100-40GB profile
+}
+
+TEST(Mig, SmallJobsShareAnAlreadySplitGpuAndSlicesNeverOverlap) {
+  auto h = Harness::fat_tree(2, 2);
+  std::vector<JobId> ids;
+  for (int i = 0; i < 9; ++i) {
+    jobs::JobSpec s = spec_gpus(1);
+    s.mig = i % 3 == 0 ? "2g.20gb" : "1g.10gb";
+    ids.push_back(h.submit(s, i));
+  }
+  auto plan = h.plan();
+  ASSERT_EQ(plan.starts.size(), 9u);
+  std::map<GpuId, unsigned> masks;
+  for (const auto& st : plan.starts) {
+    ASSERT_EQ(st.slices.size(), 1u);
+    const auto& sl = st.slices[0];
+    const MigProfile* p = find_mig_profile("H100", 80, sl.profile);
+    ASSERT_NE(p, nullptr);
+    EXPECT_NE(std::find(p->starts.begin(), p->starts.end(), sl.first_slot), p->starts.end()) << sl.profile;
+    unsigned bits = ((1u << sl.slots) - 1) << sl.first_slot;
+    EXPECT_EQ(masks[sl.gpu] & bits, 0u) << "overlapping slices on GPU " << sl.gpu;
+    masks[sl.gpu] |= bits;
+  }
+  // 3 x 2g (2 slots) + 6 x 1g (1 slot) = 12 slots: two GPUs, not nine.
+  EXPECT_EQ(masks.size(), 2u);
+}
+
+}  // namespace
+}  // namespace railyard::sched

@@ -1,0 +1,182 @@
+#include <gtest/gtest.h>
+
+#include "scheduler/queue/fairshare.hpp"
+#include "scheduler/queue/priority.hpp"
+#include "scheduler/tests/harness.hpp"
+
+namespace railyard::sched {
+namespace {
+
+using testing::Harness;
+using testing::spec_gpus;
+
+TEST(Queue, StrictOrderWithoutBackfillBlocksSmallJobsBehindTheHead) {
+  auto h = Harness::fat_tree(2, 2);
+  h.run(spec_gpus(8, 100), h.gpus_of(0, 0, 8));
+  h.snapshot().config.backfill = false;
+  JobId big = h.submit(spec_gpus(16), 0);
+  JobId small = h.submit(spec_gpus(1, 10), 1);
+  auto plan = h.plan();
+  EXPECT_TRUE(plan.starts.empty());
+  EXPECT_EQ(Harness::find_pending(plan, small)->reason, PendingReason::kPriority);
+  EXPECT_EQ(Harness::find_pending(plan, big)->estimated_start, 100);
+}
+
+TEST(Queue, BackfillStartsAShortJobThatEndsBeforeTheReservation) {
+  auto h = Harness::fat_tree(2, 2);
+  h.run(spec_gpus(8, 100), h.gpus_of(0, 0, 8));    // node 0 busy until t=100
+  JobId big = h.submit(spec_gpus(16, 1000), 0);     // needs both nodes: reserved at t=100
+  JobId short_job = h.submit(spec_gpus(8, 50), 1);  // node 1, ends at 50 < 100: backfills
+  auto plan = h.plan();
+  ASSERT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(plan.reservations[0].job, big);
+  EXPECT_EQ(plan.reservations[0].start_time, 100);
+  EXPECT_EQ(Harness::find_pending(plan, big)->estimated_start, 100);
+  ASSERT_NE(Harness::find_start(plan, short_job), nullptr);
+}
+
+TEST(Queue, BackfillRefusesAJobThatWouldDelayTheReservation) {
+  auto h = Harness::fat_tree(2, 2);
+  h.run(spec_gpus(8, 100), h.gpus_of(0, 0, 8));
+  JobId big = h.submit(spec_gpus(16, 1000), 0);
+  JobId long_job = h.submit(spec_gpus(8, 500), 1);  // node 1 is free now, but would hold it until t=500
+  auto plan = h.plan();
+  EXPECT_TRUE(plan.starts.empty());
+  const PendingInfo* info = Harness::find_pending(plan, long_job);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->reason, PendingReason::kReservation);
+  EXPECT_EQ(info->estimated_start, 1100);  // after the big job's reservation ends
+  ASSERT_EQ(plan.reservations.size(), 2u);
+  EXPECT_EQ(plan.reservations[0].job, big);
+  EXPECT_EQ(plan.reservations[1].job, long_job);
+}
+
+TEST(Queue, HigherQosGoesFirst) {
+  auto h = Harness::fat_tree(1, 1);
+  jobs::JobSpec low = spec_gpus(8);
+  low.qos = jobs::Qos::kScavenger;
+  jobs::JobSpec high = spec_gpus(8);
+  high.qos = jobs::Qos::kHigh;
+  JobId a = h.submit(low, 0);
+  JobId b = h.submit(high, 10);
+  auto plan = h.plan();
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].job, b);
+  EXPECT_NE(Harness::find_pending(plan, a), nullptr);
+}
+
+TEST(Queue, FairShareFavoursTheUserWhoUsedLess) {
+  auto h = Harness::fat_tree(1, 1);
+  h.snapshot().user_usage = {{"alice", 1e6}, {"bob", 1e3}};
+  h.snapshot().project_usage = {{"alice-proj", 1e6}, {"bob-proj", 1e3}};
+  JobId a = h.submit(spec_gpus(8, 3600, "alice"), 0);
+  JobId b = h.submit(spec_gpus(8, 3600, "bob"), 5);
+  auto plan = h.plan();
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].job, b);
+  EXPECT_LT(Harness::find_pending(plan, a)->priority, 10000);
+}
+
+TEST(Queue, UserAndProjectQuotasHold) {
+  auto h = Harness::fat_tree(4, 4);
+  h.snapshot().user_quota = {{"alice", 12}};
+  h.snapshot().project_quota = {{"bob-proj", 8}};
+  h.run(spec_gpus(8, 3600, "alice"), h.gpus_of(0, 0, 8));
+  JobId a1 = h.submit(spec_gpus(4, 3600, "alice"), 0);  // 8 + 4 = 12: fits the quota
+  JobId a2 = h.submit(spec_gpus(1, 3600, "alice"), 1);  // 13 > 12
+  JobId b1 = h.submit(spec_gpus(8, 3600, "bob"), 2);
+  JobId b2 = h.submit(spec_gpus(1, 3600, "bob"), 3);    // project at 8 of 8
+  auto plan = h.plan();
+  EXPECT_NE(Harness::find_start(plan, a1), nullptr);
+  EXPECT_NE(Harness::find_start(plan, b1), nullptr);
+  EXPECT_EQ(Harness::find_pending(plan, a2)->reason, PendingReason::kQuotaUser);
+  EXPECT_NE(Harness::find_pending(plan, a2)->message.find("quota of user alice reached"), std::string::npos);
+  EXPECT_EQ(Harness::find_pending(plan, b2)->reason, PendingReason::kQuotaProject);
+}
+
+TEST(Queue, DependenciesWaitThenStartOrFail) {
+  auto h = Harness::fat_tree(2, 2);
+  jobs::JobSpec s = spec_gpus(1);
+  s.afterok = {812};
+  JobId waits = h.submit(s);
+  jobs::JobSpec t = spec_gpus(1);
+  t.afterok = {813};
+  JobId fails = h.submit(t);
+  jobs::JobSpec u = spec_gpus(1);
+  u.afterok = {814};
+  JobId ok = h.submit(u);
+  h.snapshot().dependencies = {{813, DependencyState::kNeverSatisfied}, {814, DependencyState::kSatisfied}};
+  auto plan = h.plan();
+  EXPECT_EQ(Harness::find_pending(plan, waits)->message, "waits for job 812");
+  ASSERT_EQ(plan.rejected.size(), 1u);
+  EXPECT_EQ(plan.rejected[0].job, fails);
+  EXPECT_NE(Harness::find_start(plan, ok), nullptr);
+}
+
+TEST(Queue, HeldJobsStayPending) {
+  auto h = Harness::fat_tree(1, 1);
+  JobId id = h.submit(spec_gpus(1));
+  h.snapshot().pending.back().held = true;
+  auto plan = h.plan();
+  EXPECT_TRUE(plan.starts.empty());
+  EXPECT_EQ(Harness::find_pending(plan, id)->reason, PendingReason::kHeld);
+}
+
+TEST(Preemption, HighJobPreemptsExactlyEnoughScavengerWork) {
+  auto h = Harness::fat_tree(2, 2);
+  jobs::JobSpec scav = spec_gpus(4, 3600, "carol");
+  scav.qos = jobs::Qos::kScavenger;
+  std::vector<JobId> victims;
+  for (NodeId n = 0; n < 2; ++n)
+    for (int half = 0; half < 2; ++half) victims.push_back(h.run(scav, h.gpus_of(n, half * 4, 4)));
+  jobs::JobSpec high = spec_gpus(4);
+  high.qos = jobs::Qos::kHigh;
+  JobId id = h.submit(high);
+  auto plan = h.plan();
+  const Placement* p = Harness::find_start(plan, id);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->preempts.size(), 1u);  // one 4-GPU victim, not more
+  EXPECT_EQ(p->gpus.size(), 4u);
+}
+
+TEST(Preemption, EightGpusTakeBothVictimsOfOneNode) {
+  auto h = Harness::fat_tree(2, 2);
+  jobs::JobSpec scav = spec_gpus(4, 3600, "carol");
+  scav.qos = jobs::Qos::kScavenger;
+  h.run(scav, h.gpus_of(0, 0, 4));
+  h.run(scav, h.gpus_of(0, 4, 4));
+  h.run(scav, h.gpus_of(1, 0, 4));
+  h.run(spec_gpus(4, 3600, "dave"), h.gpus_of(1, 4, 4));  // normal QoS: never a victim
+  jobs::JobSpec high = spec_gpus(8);
+  high.qos = jobs::Qos::kHigh;
+  JobId id = h.submit(high);
+  auto plan = h.plan();
+  const Placement* p = Harness::find_start(plan, id);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->preempts, (std::vector<JobId>{1, 2}));
+  EXPECT_EQ(p->nodes, std::vector<NodeId>{0});
+}
+
+TEST(Preemption, NormalJobsNeverPreempt) {
+  auto h = Harness::fat_tree(1, 1);
+  jobs::JobSpec scav = spec_gpus(8, 3600, "carol");
+  scav.qos = jobs::Qos::kScavenger;
+  h.run(scav, h.gpus_of(0, 0, 8));
+  h.submit(spec_gpus(8));
+  auto plan = h.plan();
+  EXPECT_TRUE(plan.starts.empty());
+}
+
+TEST(FairShareLedger, DecaysByHalfEveryHalfLife) {
+  FairShareLedger l(100);
+  l.add("u", "p", 1000, 0);
+  l.decay_to(100);
+  EXPECT_NEAR(l.users().at("u"), 500, 1e-9);
+  l.add("u", "p", 10, 200);
+  EXPECT_NEAR(l.users().at("u"), 260, 1e-9);
+  l.decay_to(150);  // backwards: ignored
+  EXPECT_NEAR(l.projects().at("p"), 260, 1e-9);
+}
+
+}  // namespace
+}  // namespace railyard::sched
