@@ -1,24 +1,28 @@
 #include "scheduler/core/usage.hpp"
 
 #include <algorithm>
-#include <map>
 
 namespace railyard::sched {
 
 NodeClasses::NodeClasses(const topology::Cluster& cluster) {
-  std::map<std::pair<int, std::vector<std::string>>, int> index;
+  // Clusters have a handful of classes: a linear search beats a map keyed by feature lists.
+  std::vector<std::vector<std::string>> sorted_features;
   class_of.reserve(cluster.node_count());
   for (const auto& node : cluster.nodes()) {
     std::vector<std::string> features = node.features;
     std::sort(features.begin(), features.end());
-    auto [it, inserted] = index.try_emplace({node.profile, features}, static_cast<int>(class_profile.size()));
-    if (inserted) {
+    int found = -1;
+    for (int c = 0; c < count() && found < 0; ++c)
+      if (class_profile[c] == node.profile && sorted_features[c] == features) found = c;
+    if (found < 0) {
+      found = count();
       class_profile.push_back(node.profile);
       class_features.push_back(&node.features);
       class_nodes.push_back(0);
+      sorted_features.push_back(std::move(features));
     }
-    class_of.push_back(it->second);
-    class_nodes[it->second]++;
+    class_of.push_back(found);
+    class_nodes[found]++;
   }
 }
 
