@@ -212,19 +212,19 @@ std::optional<Choice> place_mig(const ClusterUsage& u, const Request& r) {
   for (GpuId g : u.split_gpus()) {
     NodeId n = c.node_of(g);
     if (!eligible_node(u, r, n)) continue;
-    const MigProfile* p = r.mig[u.classes().class_of[n]];
+    const jobs::MigProfile* p = r.mig[u.classes().class_of[n]];
     auto start = mig_fit(*p, u.mig_mask(g));
     int used = std::popcount(u.mig_mask(g));
     if (start && (used > best_used || (used == best_used && g < best->gpu)))
-      best = MigSlice{g, *start, p->slots, std::string(p->name)}, best_used = used;
+      best = MigSlice{g, *start, p->memory_slots, std::string(p->name)}, best_used = used;
   }
   if (best) return Choice{{}, {*best}};
   Request whole = r;
   whole.shape.per_node = {1};
   auto one = place_single(u, whole, 1);
   if (!one) return std::nullopt;
-  const MigProfile* p = r.mig[u.classes().class_of[c.node_of(one->gpus[0])]];
-  return Choice{{}, {MigSlice{one->gpus[0], *mig_fit(*p, 0), p->slots, std::string(p->name)}}};
+  const jobs::MigProfile* p = r.mig[u.classes().class_of[c.node_of(one->gpus[0])]];
+  return Choice{{}, {MigSlice{one->gpus[0], *mig_fit(*p, 0), p->memory_slots, std::string(p->name)}}};
 }
 
 }  // namespace

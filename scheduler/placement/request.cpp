@@ -71,7 +71,7 @@ Result<Request> make_request(const jobs::JobSpec& spec, const topology::Cluster&
     if (!any_type && !same_type(p.gpu_type, spec.gpu_type)) continue;
     if (!has_features(*classes.class_features[c], spec.features)) continue;
     if (!spec.mig.empty()) {
-      r.mig[c] = find_mig_profile(p.gpu_type, p.gpu_memory_gb, spec.mig);
+      r.mig[c] = mig_profile_on(p, spec.mig);
       if (!r.mig[c]) continue;
     }
     r.eligible[c] = 1;

@@ -22,7 +22,7 @@ struct Shape {
 struct Request {
   const jobs::JobSpec* spec = nullptr;
   std::vector<char> eligible;                 // per node class
-  std::vector<const MigProfile*> mig;         // per node class, MIG jobs only
+  std::vector<const jobs::MigProfile*> mig;         // per node class, MIG jobs only
   Shape shape;                                // one replica for services
   int replicas = 1;
   jobs::Layout layout = jobs::Layout::kAuto;

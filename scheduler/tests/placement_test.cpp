@@ -147,16 +147,27 @@ TEST(Placement, FirstFitBaselineTakesFragmentsAcrossNodes) {
 }
 
 TEST(Mig, PlacementsFollowTheProfileTable) {
-  const MigProfile* p3 = find_mig_profile("H100", 80, "3g.40gb");
+  const auto* h100 = topology::find_builtin_profile("dgx-h100");
+  const auto* v100 = topology::find_builtin_profile("dgx-1-v100");
+  topology::NodeProfile a100_40 = *topology::find_builtin_profile("dgx-a100");
+  a100_40.gpu_memory_gb = 40;
+  const jobs::MigProfile* p3 = mig_profile_on(*h100, "3g.40gb");
   ASSERT_NE(p3, nullptr);
   EXPECT_EQ(mig_fit(*p3, 0x00), 0);
   EXPECT_EQ(mig_fit(*p3, 0x01), 4);
   EXPECT_EQ(mig_fit(*p3, 0x11), std::nullopt);
-  const MigProfile* p7 = find_mig_profile("A100", 40, "7g.40gb");
+  const jobs::MigProfile* p7 = mig_profile_on(a100_40, "7g.40gb");
   ASSERT_NE(p7, nullptr);
   EXPECT_EQ(mig_fit(*p7, 0x80), std::nullopt);
-  EXPECT_EQ(find_mig_profile("V100", 32, "1g.5gb"), nullptr);
-  EXPECT_EQ(find_mig_profile("H100", 80, "1g.5gb"), nullptr);  // an A100-40GB profile
+  EXPECT_EQ(mig_profile_on(*v100, "1g.5gb"), nullptr);
+  EXPECT_EQ(mig_profile_on(*h100, "1g.5gb"), nullptr);  // an A100-40GB profile
+  const jobs::MigProfile* p1 = mig_profile_on(*h100, "1g.10gb");
+  ASSERT_NE(p1, nullptr);
+  EXPECT_EQ(mig_fit(*p1, 0x7F), std::nullopt);  // slot 7 is never a start for a 1-slot profile
+  const jobs::MigProfile* p2 = mig_profile_on(*h100, "2g.20gb");
+  ASSERT_NE(p2, nullptr);
+  EXPECT_EQ(mig_fit(*p2, 0x0F), 4);
+  EXPECT_EQ(mig_fit(*p2, 0x3F), std::nullopt);  // 6 is not a valid 2g start
 }
 
 TEST(Mig, SmallJobsShareAnAlreadySplitGpuAndSlicesNeverOverlap) {
@@ -173,9 +184,10 @@ TEST(Mig, SmallJobsShareAnAlreadySplitGpuAndSlicesNeverOverlap) {
   for (const auto& st : plan.starts) {
     ASSERT_EQ(st.slices.size(), 1u);
     const auto& sl = st.slices[0];
-    const MigProfile* p = find_mig_profile("H100", 80, sl.profile);
+    const jobs::MigProfile* p = mig_profile_on(*topology::find_builtin_profile("dgx-h100"), sl.profile);
     ASSERT_NE(p, nullptr);
-    EXPECT_NE(std::find(p->starts.begin(), p->starts.end(), sl.first_slot), p->starts.end()) << sl.profile;
+    EXPECT_TRUE(p->valid_starts & (1u << sl.first_slot)) << sl.profile << " at " << sl.first_slot;
+    EXPECT_EQ(sl.slots, p->memory_slots);
     unsigned bits = ((1u << sl.slots) - 1) << sl.first_slot;
     EXPECT_EQ(masks[sl.gpu] & bits, 0u) << "overlapping slices on GPU " << sl.gpu;
     masks[sl.gpu] |= bits;

@@ -1,0 +1,44 @@
+// Small text helpers shared by the JSON reader and the #SBATCH importer: numbers, "did you mean",
+// Slurm dependency lists, quoting user values in error messages.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.hpp"
+#include "jobs/spec.hpp"
+
+namespace railyard::jobs {
+
+// Digits only (no sign, no spaces), fitting in int64; nullopt otherwise.
+std::optional<int64_t> parse_digits(std::string_view s);
+
+// Levenshtein distance, ASCII case-insensitive.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// " (did you mean \"gpus\"?)" when one candidate is within 2 edits (and closer than the word's length),
+// else "". Ties go to the earlier candidate.
+std::string did_you_mean(std::string_view word, std::span<const std::string_view> candidates);
+
+// A user value for an error message: in double quotes, control characters escaped, cut after 64 bytes.
+std::string in_quotes(std::string_view s);
+
+std::string to_upper(std::string_view s);
+std::string to_lower(std::string_view s);
+bool iequals(std::string_view a, std::string_view b);
+std::string_view trim(std::string_view s);
+std::string join(std::span<const std::string> parts, std::string_view sep);
+
+// True when the bytes are well-formed UTF-8 (no overlongs, no surrogates).
+bool is_valid_utf8(std::string_view s);
+
+// Slurm's dependency syntax, afterok only: "afterok:12:13", "afterok:12,afterok:13".
+// Errors: other dependency types ("afterany", "singleton", ...), "?" (any-of), ids that are not positive
+// integers (array "12_3" and "12+60" forms included), an empty list.
+Result<std::vector<JobId>> parse_dependency(std::string_view s);
+
+}  // namespace railyard::jobs

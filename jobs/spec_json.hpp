@@ -1,0 +1,37 @@
+// JobSpec <-> JSON. The schema, with defaults and an example, is in jobs/README.md ("Job spec JSON").
+//
+// Reading is strict so typos surface at submit time, not as a silently ignored field: unknown fields
+// (with a "did you mean" suggestion), wrong types, duplicate keys and out-of-range integers are errors that
+// name the field. Every problem is reported at once, joined with "; ". Reading checks shape and syntax only;
+// jobs/validate.hpp checks meaning (sizes, limits, the cluster). No exception leaves these functions.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string_view>
+
+#include "common/result.hpp"
+#include "jobs/spec.hpp"
+
+namespace railyard::jobs {
+
+inline constexpr int kMaxJsonDepth = 32;              // nesting levels; the spec itself needs 3
+inline constexpr size_t kMaxListEntries = 10'000;     // per list: command, env, features, afterok
+inline constexpr size_t kMaxSpecTextBytes = 1 << 20;  // parse_job_spec_text input
+
+// Reads a spec from a parsed JSON object. Normalizes: gpu_type upper-cased ("any" becomes ""), mig
+// lower-cased, "dependency" merged into afterok (duplicates dropped), gpus defaults to 1 when mig is given.
+Result<JobSpec> parse_job_spec(const nlohmann::json& j);
+
+// Parses JSON text (at most kMaxSpecTextBytes, kMaxJsonDepth levels, no duplicate keys), then as above.
+Result<JobSpec> parse_job_spec_text(std::string_view text);
+
+// Every field, defaults included; time_limit in seconds; target only when set. parse_job_spec reads it back
+// to an equal spec.
+nlohmann::json to_json(const JobSpec& spec);
+
+// The top-level field names parse_job_spec accepts.
+std::span<const std::string_view> job_spec_fields();
+
+}  // namespace railyard::jobs

@@ -1,0 +1,249 @@
+#include "jobs/spec_json.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace railyard::jobs {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kExample = R"({
+  "name": "llama-70b-pretrain",
+  "user": "ada",
+  "project": "llm",
+  "kind": "batch",
+  "nodes": 32,
+  "gpus_per_node": 8,
+  "gpu_type": "h100",
+  "features": ["ib-ndr"],
+  "layout": "pack",
+  "exclusive": true,
+  "time_limit": "2-00:00:00",
+  "qos": "high",
+  "priority": 10,
+  "launcher": "env",
+  "command": ["python", "train.py", "--config", "70b.yaml"],
+  "env": {"NCCL_DEBUG": "WARN"},
+  "workdir": "/home/ada/llama",
+  "requeue": true,
+  "target": {"metric": "eval_accuracy", "value": 0.72},
+  "afterok": [41],
+  "dependency": "afterok:42:41"
+})";
+
+TEST(SpecJson, ReadsTheReadmeExample) {
+  auto r = parse_job_spec_text(kExample);
+  ASSERT_TRUE(r) << r.error().message;
+  const JobSpec& s = *r;
+  EXPECT_EQ(s.name, "llama-70b-pretrain");
+  EXPECT_EQ(s.user, "ada");
+  EXPECT_EQ(s.project, "llm");
+  EXPECT_EQ(s.kind, JobKind::kBatch);
+  EXPECT_EQ(s.total_gpus(), 256);
+  EXPECT_EQ(s.gpu_type, "H100");  // upper-cased
+  EXPECT_EQ(s.features, std::vector<std::string>{"ib-ndr"});
+  EXPECT_EQ(s.layout, Layout::kPack);
+  EXPECT_TRUE(s.exclusive);
+  EXPECT_EQ(s.time_limit_s, 2 * 86400);
+  EXPECT_EQ(s.qos, Qos::kHigh);
+  EXPECT_EQ(s.priority, 10);
+  EXPECT_EQ(s.launcher, Launcher::kEnv);
+  EXPECT_EQ(s.command.size(), 4u);
+  EXPECT_EQ(s.env.at("NCCL_DEBUG"), "WARN");
+  EXPECT_EQ(s.workdir, "/home/ada/llama");
+  EXPECT_TRUE(s.requeue);
+  ASSERT_TRUE(s.target);
+  EXPECT_DOUBLE_EQ(s.target->value, 0.72);
+  EXPECT_EQ(s.afterok, (std::vector<JobId>{41, 42}));  // merged with "dependency", duplicates dropped
+}
+
+TEST(SpecJson, DefaultsForAMinimalSpec) {
+  auto r = parse_job_spec_text(R"({"user": "ada", "gpus": 8, "command": "python train.py"})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->kind, JobKind::kBatch);
+  EXPECT_EQ(r->time_limit_s, 3600);
+  EXPECT_EQ(r->qos, Qos::kNormal);
+  EXPECT_EQ(r->layout, Layout::kAuto);
+  EXPECT_EQ(r->replicas, 1);
+  EXPECT_FALSE(r->target);
+  EXPECT_EQ(r->command, (std::vector<std::string>{"/bin/sh", "-c", "python train.py"}));
+}
+
+TEST(SpecJson, Normalizes) {
+  auto r = parse_job_spec_text(R"({"user": "a", "kind": "service", "mig": "1G.10GB", "gpu_type": "Any"})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->mig, "1g.10gb");
+  EXPECT_EQ(r->gpus, 1);  // a MIG job without "gpus" takes one slice
+  EXPECT_EQ(r->gpu_type, "");
+}
+
+struct ErrorCase {
+  std::string text;
+  std::string expected;  // a substring of the error
+};
+
+std::string nested_arrays(int levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+std::string long_command(size_t n) {
+  json j = {{"command", json::array()}};
+  for (size_t i = 0; i < n; ++i) j["command"].push_back("x");
+  return j.dump();
+}
+
+std::string many_env(size_t n) {
+  json j = {{"env", json::object()}};
+  for (size_t i = 0; i < n; ++i) j["env"]["V" + std::to_string(i)] = "1";
+  return j.dump();
+}
+
+TEST(SpecJson, EveryParseErrorNamesItsField) {
+  const std::vector<ErrorCase> cases = {
+      {"{", "invalid JSON: parse error at line 1, column 2"},
+      {"", "invalid JSON"},
+      {"{\"name\": \"\xff\"}", "invalid JSON"},
+      {"[1, 2]", "job spec: expected a JSON object, got an array"},
+      {R"({"gpu": 8})", R"(unknown field "gpu" (did you mean "gpus"?))"},
+      {R"({"nmae": "x"})", R"(unknown field "nmae" (did you mean "name"?))"},
+      {R"({"zzzzzzzz": 1})", R"(unknown field "zzzzzzzz")"},
+      {R"({"gpus": "8"})", R"(gpus: expected an integer, got string "8")"},
+      {R"({"gpus": 8.5})", "gpus: expected an integer, got number 8.5"},
+      {R"({"nodes": 10000000000})", "nodes: 10000000000 is out of range"},
+      {R"({"gpus": 18446744073709551615})", "gpus: 18446744073709551615 is out of range"},
+      {R"({"replicas": null})", "replicas: expected an integer, got null"},
+      {R"({"kind": "bach"})", R"(kind: expected "batch" or "service", got "bach" (did you mean "batch"?))"},
+      {R"({"layout": 3})", R"(layout: expected "auto", "pack" or "spread", got integer 3)"},
+      {R"({"qos": "urgent"})", R"(qos: expected "high", "normal" or "scavenger", got "urgent")"},
+      {R"({"launcher": "torchrun"})", R"(launcher: expected "none", "env" or "mpi")"},
+      {R"({"exclusive": "yes"})", R"(exclusive: expected true or false, got string "yes")"},
+      {R"({"command": 5})", "command: expected an array of strings or a shell command string, got integer 5"},
+      {R"({"command": ["a", 1]})", "command[1]: expected a string, got integer 1"},
+      {R"({"features": "ib"})", "features: expected an array of strings"},
+      {R"({"env": {"A": 1}})", "env.A: expected a string, got integer 1"},
+      {R"({"env": []})", "env: expected an object of strings, got an array"},
+      {R"({"time_limit": "1:2:3:4"})", R"(time_limit "1:2:3:4": expected HH:MM:SS)"},
+      {R"({"time_limit": "90"})", "a bare number is ambiguous"},
+      {R"({"time_limit": "2x"})", R"(time_limit "2x": expected a number with a unit)"},
+      {R"({"time_limit": 1.5})", "time_limit: expected seconds (an integer)"},
+      {R"({"target": 0.9})", "target: expected an object"},
+      {R"({"target": {"metric": "x"}})", "target.value: missing"},
+      {R"({"target": {"value": "high"}})", "target.value: expected a number"},
+      {R"({"target": {"valeu": 1}})", R"(target: unknown field "valeu" (did you mean "value"?))"},
+      {R"({"afterok": [1, "2"]})", R"(afterok[1]: expected an integer, got string "2")"},
+      {R"({"afterok": 3})", "afterok: expected an array of job ids"},
+      {R"({"dependency": "afterany:3"})", R"(dependency "afterany:3": only afterok is supported)"},
+      {R"({"dependency": "afterok:x"})", R"(dependency "afterok:x": job id "x" is not a positive integer)"},
+      {R"({"gpus": 1, "gpus": 2})", R"(duplicate key "gpus")"},
+      {R"({"env": {"A": "1", "A": "2"}})", R"(duplicate key "A")"},
+      {"{\"x\": " + nested_arrays(32) + "}", "job spec: nested deeper than 32 levels"},
+      {long_command(10'001), "command: 10001 entries; at most 10000 allowed"},
+      {many_env(10'001), "env: 10001 entries; at most 10000 allowed"},
+      {std::string(kMaxSpecTextBytes + 1, ' '), "job spec: 1048577 bytes; at most 1048576 allowed"},
+  };
+  for (const ErrorCase& c : cases) {
+    auto r = parse_job_spec_text(c.text);
+    ASSERT_FALSE(r) << c.text.substr(0, 80);
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << c.text.substr(0, 80);
+    EXPECT_NE(r.error().message.find(c.expected), std::string::npos)
+        << "input: " << c.text.substr(0, 80) << "\nerror: " << r.error().message
+        << "\nwanted: " << c.expected;
+  }
+}
+
+TEST(SpecJson, DepthLimitIsExact) {
+  // 32 levels in all (the spec object plus 31 arrays) parse; the unknown field is then the only problem.
+  auto r = parse_job_spec_text("{\"x\": " + nested_arrays(31) + "}");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, R"(unknown field "x")");
+  json deep = json::array();
+  for (int i = 0; i < 40; ++i) deep = json::array({deep});
+  auto d = parse_job_spec(json{{"command", deep}});
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message, "job spec: nested deeper than 32 levels");
+}
+
+TEST(SpecJson, ReportsAllProblemsAtOnce) {
+  auto r = parse_job_spec_text(R"({"gpu": 1, "kind": 3, "env": {"A": false}})");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            R"(env.A: expected a string, got false; unknown field "gpu" (did you mean "gpus"?); )"
+            R"(kind: expected "batch" or "service", got integer 3)");
+}
+
+TEST(SpecJson, TimeLimitForms) {
+  const std::vector<std::pair<std::string, int64_t>> cases = {
+      {"3600", 3600},
+      {"\"01:30:00\"", 5400},
+      {"\"30:00\"", 1800},
+      {"\"1-00:00:00\"", 86400},
+      {"\"90m\"", 5400},
+      {"\"2h\"", 7200},
+      {"\"1h30m\"", 5400},
+      {"\"45s\"", 45},
+      {"\"1d\"", 86400},
+      {"\"unlimited\"", 0},
+      {"0", 0},
+      {"-5", -5},  // validate refuses
+  };
+  for (const auto& [text, seconds] : cases) {
+    auto r = parse_job_spec_text("{\"time_limit\": " + text + "}");
+    ASSERT_TRUE(r) << text << ": " << r.error().message;
+    EXPECT_EQ(r->time_limit_s, seconds) << text;
+  }
+}
+
+JobSpec full_spec() {
+  JobSpec s;
+  s.name = "svc";
+  s.user = "grace";
+  s.project = "inference";
+  s.kind = JobKind::kService;
+  s.gpus = 1;
+  s.replicas = 4;
+  s.gpu_type = "A100";
+  s.mig = "3g.40gb";
+  s.features = {"nvme", "ib-hdr"};
+  s.layout = Layout::kSpread;
+  s.time_limit_s = 0;
+  s.qos = Qos::kScavenger;
+  s.priority = -20;
+  s.launcher = Launcher::kMpi;
+  s.command = {"serve", "--port", "8000", "quote\"and\\back\nslash"};
+  s.env = {{"A", "1"}, {"B", "two words"}};
+  s.workdir = "/srv";
+  s.requeue = true;
+  s.target = Target{"eval_loss", 1.25};
+  s.afterok = {7, 3};
+  return s;
+}
+
+TEST(SpecJson, RoundTrips) {
+  for (const JobSpec& original : {full_spec(), JobSpec{}}) {
+    json j = to_json(original);
+    auto back = parse_job_spec_text(j.dump(2));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(to_json(*back), j);
+    EXPECT_EQ(back->command, original.command);
+    EXPECT_EQ(back->env, original.env);
+    EXPECT_EQ(back->afterok, original.afterok);
+    EXPECT_EQ(back->target.has_value(), original.target.has_value());
+  }
+  json j = to_json(full_spec());
+  EXPECT_EQ(j["kind"], "service");
+  EXPECT_EQ(j["time_limit"], 0);
+  EXPECT_EQ(j["target"]["metric"], "eval_loss");
+  EXPECT_FALSE(to_json(JobSpec{}).contains("target"));
+}
+
+TEST(SpecJson, FieldListMatchesToJson) {
+  json j = to_json(full_spec());
+  for (std::string_view f : job_spec_fields()) {
+    if (f == "dependency") continue;  // an input alias of afterok
+    EXPECT_TRUE(j.contains(f)) << f;
+  }
+  EXPECT_EQ(j.size(), job_spec_fields().size() - 1);
+}
+
+}  // namespace
+}  // namespace railyard::jobs
