@@ -64,7 +64,17 @@ DomainRef Cluster::smallest_domain(std::span<const GpuId> gpus) const {
 }
 
 int Cluster::leaves_spanned(std::span<const NodeId> nodes) const {
-  // Small sets (the common case) stay on the stack; a sort is cheaper than a hash set here.
+  if (std::is_sorted(nodes.begin(), nodes.end())) {
+    // Leaves cover contiguous node ranges, so in node order each leaf spanned is one run: no sort needed.
+    int runs = 0;
+    DomainId prev = -1;
+    for (NodeId n : nodes) {
+      runs += nodes_[n].leaf() != prev;
+      prev = nodes_[n].leaf();
+    }
+    return runs;
+  }
+  // Unsorted: a sort is cheaper than a hash set at these sizes.
   std::vector<DomainId> leaves;
   leaves.reserve(nodes.size());
   for (NodeId n : nodes) leaves.push_back(nodes_[n].leaf());

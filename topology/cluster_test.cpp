@@ -80,6 +80,8 @@ TEST(Cluster, LeavesSpannedAndMinimum) {
   ASSERT_TRUE(c);
   std::vector<NodeId> nodes = {0, 1, 19, 20, 79};
   EXPECT_EQ(c->leaves_spanned(nodes), 3);
+  std::vector<NodeId> unsorted = {79, 1, 20, 0, 19, 79};
+  EXPECT_EQ(c->leaves_spanned(unsorted), 3);
   EXPECT_EQ(c->min_leaves_for_nodes(1), 1);
   EXPECT_EQ(c->min_leaves_for_nodes(20), 1);
   EXPECT_EQ(c->min_leaves_for_nodes(21), 2);

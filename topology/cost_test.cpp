@@ -103,6 +103,23 @@ TEST(CostCubeMesh, FourGpusInOneHalfBeatFourAcrossHalves) {
   EXPECT_LT(estimate_allreduce(*c, half, 1e8).seconds, estimate_allreduce(*c, split, 1e8).seconds);
 }
 
+TEST_F(CostTest, OrderOfGpusAndPartialNodesDoNotMatter) {
+  // Whole nodes, a partial node and GPUs out of order: the estimate works on the set, not the sequence.
+  std::vector<GpuId> sorted = whole({"dgx001", "dgx002", "dgx040"});
+  sorted.push_back(cluster_->node(cluster_->find_node("dgx090")).first_gpu + 3);
+  std::vector<GpuId> shuffled(sorted.rbegin(), sorted.rend());
+  std::swap(shuffled[3], shuffled[11]);
+  for (double bytes : {1e3, 1e9}) {
+    auto a = estimate_allreduce(*cluster_, sorted, bytes);
+    auto b = estimate_allreduce(*cluster_, shuffled, bytes);
+    EXPECT_EQ(a.seconds, b.seconds);
+    EXPECT_EQ(a.nodes, 4);
+    EXPECT_EQ(b.leaves_spanned, 3);
+    EXPECT_EQ(a.span, b.span);
+    EXPECT_FALSE(b.rail_aligned);
+  }
+}
+
 TEST_F(CostTest, SingleGpuCostsNothing) {
   std::vector<GpuId> one = {5};
   EXPECT_EQ(estimate_allreduce(*cluster_, one, 1e9).seconds, 0.0);

@@ -13,6 +13,12 @@ std::string_view to_string(IntraFabric f) {
   return "unknown";
 }
 
+std::optional<IntraFabric> parse_fabric(std::string_view s) {
+  for (IntraFabric f : {IntraFabric::kNvSwitch, IntraFabric::kCubeMesh, IntraFabric::kPcie})
+    if (to_string(f) == s) return f;
+  return std::nullopt;
+}
+
 namespace {
 
 // Sources (see topology/README.md for the full list):

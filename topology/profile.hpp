@@ -2,6 +2,7 @@
 // model uses. Figures and their public sources are in topology/README.md ("Profiles").
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +17,8 @@ enum class IntraFabric {
 };
 
 std::string_view to_string(IntraFabric f);
+// "nvswitch", "cube-mesh", "pcie"; nullopt when unknown.
+std::optional<IntraFabric> parse_fabric(std::string_view s);
 
 struct NodeProfile {
   std::string name;              // "dgx-h100"
@@ -36,6 +39,8 @@ struct NodeProfile {
   int nvlink_domain_of(int local_gpu) const { return local_gpu / (nvlink_domain_size > 0 ? nvlink_domain_size : 1); }
   // Rail (HCA) that local GPU g uses: GPUs share HCAs when there are fewer HCAs than GPUs.
   int rail_of(int local_gpu) const { return hcas > 0 ? local_gpu * hcas / gpus : 0; }
+
+  bool operator==(const NodeProfile&) const = default;
 };
 
 // The built-in profiles: dgx-1-v100, dgx-2h, dgx-a100, dgx-h100, dgx-h200, t4-node.

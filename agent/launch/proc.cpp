@@ -1,0 +1,66 @@
+#include "agent/launch/proc.hpp"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace railyard::agent {
+
+namespace fs = std::filesystem;
+
+std::optional<ProcStat> read_proc_stat(pid_t pid, const fs::path& proc) {
+  std::ifstream in(proc / std::to_string(pid) / "stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  ProcStat s;
+  s.pid = pid;
+  std::string skip;
+  rest >> s.state >> s.ppid >> s.pgrp;
+  for (int field = 6; field <= 13; ++field) rest >> skip;  // session .. majflt, cmajflt
+  rest >> s.utime >> s.stime;
+  for (int field = 16; field <= 21; ++field) rest >> skip;  // cutime .. itrealvalue
+  rest >> s.start_ticks;
+  if (rest.fail()) return std::nullopt;
+  return s;
+}
+
+long long read_proc_rss(pid_t pid, const fs::path& proc) {
+  std::ifstream in(proc / std::to_string(pid) / "status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024LL;
+  return 0;
+}
+
+std::vector<ProcStat> group_members(pid_t pgid, const fs::path& proc) {
+  std::vector<ProcStat> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(proc, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto s = read_proc_stat(static_cast<pid_t>(std::atoi(name.c_str())), proc);
+    if (s && s->pgrp == pgid && s->state != 'Z') out.push_back(*s);
+  }
+  return out;
+}
+
+bool group_alive(pid_t pgid) {
+  if (kill(-pgid, 0) != 0 && errno == ESRCH) return false;  // cheap answer first
+  return !group_members(pgid).empty();
+}
+
+bool process_alive(pid_t pid, unsigned long long start_ticks) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  auto s = read_proc_stat(pid);
+  if (!s || s->state == 'Z') return false;
+  return start_ticks == 0 || s->start_ticks == start_ticks;
+}
+
+}  // namespace railyard::agent

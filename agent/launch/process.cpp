@@ -1,0 +1,130 @@
+#include "agent/launch/process.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "agent/launch/proc.hpp"
+
+namespace railyard::agent {
+
+namespace {
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Sends errno to the parent through the report pipe and ends the child.
+[[noreturn]] void child_fail(int report_fd) {
+  const int err = errno;
+  [[maybe_unused]] ssize_t n = write(report_fd, &err, sizeof err);
+  _exit(127);
+}
+
+// Runs in the child between fork and exec: async-signal-safe calls only.
+[[noreturn]] void child_exec(const SpawnSpec& spec, int out_fd, int err_fd, int report_fd, char** argv,
+                             char** envp) {
+  auto fail = [report_fd]() { child_fail(report_fd); };
+  if (setsid() < 0) fail();
+  if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0) fail();
+  const int null_fd = open("/dev/null", O_RDONLY);
+  if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) fail();
+  if (spec.cgroup_procs_fd >= 0 && write(spec.cgroup_procs_fd, "0", 1) != 1) fail();
+  if (const auto& c = spec.credentials) {
+    if (setgroups(c->groups.size(), c->groups.data()) != 0 || setgid(c->gid) != 0 || setuid(c->uid) != 0)
+      fail();
+  }
+  if (!spec.workdir.empty() && chdir(spec.workdir.c_str()) != 0) fail();
+  // Restore what the agent may have changed, so workers start with default signal handling.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  // Descriptors the agent opened without O_CLOEXEC (sockets, libraries' files) must not reach the job.
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  execvpe(argv[0], argv, envp);
+  child_fail(report_fd);
+}
+
+int open_log(const std::string& path) {
+  return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+}  // namespace
+
+Result<std::optional<Credentials>> resolve_job_user(const std::string& user, bool allow_root_jobs) {
+  if (geteuid() != 0) return std::optional<Credentials>{};
+  if (user.empty() || user == "root") {
+    if (allow_root_jobs) return std::optional<Credentials>{};
+    return Error{ErrorCode::kPermission,
+                 "refusing to run a job as root (no user in the spec, or user root); "
+                 "start the agent with --allow-root-jobs to permit it"};
+  }
+  struct passwd* pw = getpwnam(user.c_str());
+  if (pw == nullptr) {
+    if (allow_root_jobs) return std::optional<Credentials>{};
+    return Error{ErrorCode::kPermission,
+                 "user '" + user + "' does not exist on this node; refusing to run the job as root"};
+  }
+  Credentials c{user, pw->pw_uid, pw->pw_gid, {}, pw->pw_dir};
+  int n = 64;
+  c.groups.resize(static_cast<size_t>(n));
+  if (getgrouplist(user.c_str(), c.gid, c.groups.data(), &n) < 0) {
+    c.groups.resize(static_cast<size_t>(n));
+    getgrouplist(user.c_str(), c.gid, c.groups.data(), &n);
+  }
+  c.groups.resize(static_cast<size_t>(n));
+  return std::optional<Credentials>{std::move(c)};
+}
+
+Result<Spawned> spawn_process(const SpawnSpec& spec) {
+  if (spec.argv.empty()) return invalid("empty command");
+  const int out_fd = open_log(spec.stdout_path);
+  const int err_fd = open_log(spec.stderr_path);
+  int report[2] = {-1, -1};
+  if (out_fd < 0 || err_fd < 0 || pipe2(report, O_CLOEXEC) != 0) {
+    const std::string why = std::strerror(errno);
+    for (int fd : {out_fd, err_fd, report[0], report[1]})
+      if (fd >= 0) close(fd);
+    return internal_error("cannot open logs for " + spec.argv[0] + ": " + why);
+  }
+  auto argv = c_strings(spec.argv);
+  auto envp = c_strings(spec.env);
+  const pid_t pid = fork();
+  if (pid == 0) child_exec(spec, out_fd, err_fd, report[1], argv.data(), envp.data());
+  const int fork_errno = errno;
+  for (int fd : {out_fd, err_fd, report[1]}) close(fd);
+  if (pid < 0) {
+    close(report[0]);
+    return internal_error(std::string("fork failed: ") + std::strerror(fork_errno));
+  }
+  int child_errno = 0;
+  const ssize_t n = read(report[0], &child_errno, sizeof child_errno);  // EOF once exec succeeded
+  close(report[0]);
+  if (n == sizeof child_errno) {
+    waitpid(pid, nullptr, 0);
+    return invalid("cannot start " + spec.argv[0] + ": " + std::strerror(child_errno));
+  }
+  Spawned s{pid, pid, 0};
+  if (auto st = read_proc_stat(pid)) s.start_ticks = st->start_ticks;
+  return s;
+}
+
+void signal_group(pid_t pgid, int sig) {
+  if (pgid > 1) kill(-pgid, sig);
+}
+
+bool become_subreaper() { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+
+}  // namespace railyard::agent

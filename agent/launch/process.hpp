@@ -1,0 +1,55 @@
+// Starting one worker process: fork, a new session (so the process and everything it forks share one
+// process group the supervisor can signal), stdout/stderr to files, working directory, environment,
+// optional cgroup and dropped privileges, then exec. Exec failures come back as errors (a CLOEXEC pipe
+// carries the child's errno), not as a process that exits 127.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace railyard::agent {
+
+// The identity a job runs as when the agent is root.
+struct Credentials {
+  std::string user;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups, resolved before fork (initgroups is not fork-safe)
+  std::string home;
+};
+
+// Who runs a job's processes. Agent not root: the agent's own user (nullopt). Agent root: the spec's
+// user when it exists locally; a missing, unknown or "root" user is refused unless allow_root_jobs.
+Result<std::optional<Credentials>> resolve_job_user(const std::string& user, bool allow_root_jobs);
+
+struct SpawnSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // KEY=VALUE
+  std::string workdir;           // "" = the agent's
+  std::string stdout_path;
+  std::string stderr_path;
+  std::optional<Credentials> credentials;
+  int cgroup_procs_fd = -1;  // an open cgroup.procs the child joins before exec; -1 = none
+};
+
+struct Spawned {
+  pid_t pid = 0;
+  pid_t pgid = 0;  // == pid: the child leads its own session and group
+  unsigned long long start_ticks = 0;
+};
+
+Result<Spawned> spawn_process(const SpawnSpec& spec);
+
+// kill(-pgid, sig), ignoring groups already gone.
+void signal_group(pid_t pgid, int sig);
+
+// Makes this process the reaper of its orphaned descendants (PR_SET_CHILD_SUBREAPER), so a worker's
+// background children stay in reach of waitpid instead of escaping to init.
+bool become_subreaper();
+
+}  // namespace railyard::agent

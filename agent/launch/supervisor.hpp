@@ -1,0 +1,111 @@
+// Supervisor: watches the allocations a Launcher started (or recover() found) and turns what happens to
+// their processes into events. No SIGCHLD handler and no thread: poll() reaps with waitpid(WNOHANG), so it
+// fits in any event loop (call it from a timer); wait_for() is a blocking convenience for tools and tests.
+//
+// Per allocation:
+//   running --rank exits non-zero--> FAILED    --+
+//   running --cancel()-------------> CANCELLED --+--> SIGTERM to every rank's process group,
+//   running --time limit-----------> TIMEOUT   --+    SIGKILL to what is left after `grace`
+//   running --every rank exits 0---> COMPLETED (leftover background processes get SIGKILL)
+// AllocationFinished comes once every rank has exited and the groups are empty (or were SIGKILLed); the
+// state file is then removed. Destroying a Supervisor does not touch the processes.
+//
+// Adopted allocations (from recover()) are usually not our children: their ranks are polled with
+// kill(pid, 0) and their exit codes are unknown (RankExited::exit_code_lost; state LOST unless the agent
+// cancelled or timed them out).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "agent/state/alloc_state.hpp"
+#include "common/result.hpp"
+
+namespace railyard::agent {
+
+enum class AllocState { kCompleted, kFailed, kCancelled, kTimeout, kLost };
+std::string_view to_string(AllocState s);
+
+struct RankStarted {
+  std::string alloc_id;
+  int rank = 0;
+  pid_t pid = 0;
+};
+
+struct RankExited {
+  std::string alloc_id;
+  int rank = 0;
+  int code = 0;    // exit status; 128 + signal when killed; -1 when lost
+  int signal = 0;  // terminating signal, 0 when it exited
+  bool exit_code_lost = false;
+};
+
+struct AllocationFinished {
+  std::string alloc_id;
+  long long job_id = 0;
+  AllocState state = AllocState::kCompleted;
+  int exit_code = 0;  // FAILED: the first failing rank's code; CANCELLED/TIMEOUT: the first rank's code
+};
+
+using SupervisorEvent = std::variant<RankStarted, RankExited, AllocationFinished>;
+
+struct SupervisorOptions {
+  std::filesystem::path state_dir;  // state files of finished allocations are removed from here
+  std::chrono::milliseconds grace{10000};
+  std::chrono::milliseconds poll_interval{20};  // wait_for's sleep between polls
+  // With become_subreaper(): also reap every child (waitpid(-1)) on each poll, so orphans outside the
+  // ranks' groups (orted daemonizes into its own session) do not stay zombies. Only for a process that
+  // waits for no other children of its own.
+  bool reap_all_children = false;
+};
+
+class Supervisor {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Supervisor(SupervisorOptions options);
+
+  void add(AllocRecord record);    // started by a Launcher: RankStarted events follow
+  void adopt(AllocRecord record);  // found by recover()
+  Status cancel(const std::string& alloc_id);
+
+  std::vector<SupervisorEvent> poll();
+  // Polls until at least one event or the timeout; returns what the last poll produced.
+  std::vector<SupervisorEvent> wait_for(std::chrono::milliseconds timeout);
+
+  size_t size() const { return allocs_.size(); }
+  std::vector<AllocRecord> records() const;
+
+ private:
+  struct Tracked {
+    AllocRecord record;
+    std::vector<bool> exited;
+    std::optional<AllocState> outcome;
+    std::optional<int> first_code;
+    int failing_code = 0;
+    bool any_lost = false;
+    std::optional<Clock::time_point> deadline;
+    std::optional<Clock::time_point> kill_at;
+    bool killed = false;
+  };
+
+  void track(AllocRecord record);
+  void reap(Tracked& t, std::vector<SupervisorEvent>& events);
+  void rank_exited(Tracked& t, size_t i, int code, int sig, bool lost, std::vector<SupervisorEvent>& events);
+  void teardown(Tracked& t, AllocState outcome);
+  bool step(Tracked& t, std::vector<SupervisorEvent>& events);  // true when finished
+
+  SupervisorOptions options_;
+  std::map<std::string, Tracked> allocs_;
+  std::vector<SupervisorEvent> pending_;  // RankStarted of add()
+  std::map<pid_t, int> reaped_;           // wait statuses collected by reap_all_children, for this poll
+};
+
+}  // namespace railyard::agent

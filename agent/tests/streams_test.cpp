@@ -1,0 +1,126 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "agent/streams/metrics.hpp"
+#include "agent/streams/tailer.hpp"
+#include "agent/streams/telemetry.hpp"
+#include "agent/tests/test_util.hpp"
+
+namespace railyard::agent {
+namespace {
+
+using testing::TempDir;
+
+void append(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::app) << text;
+}
+
+TEST(FileTailer, CompleteLinesOnlyAndNoRereads) {
+  TempDir dir;
+  const auto log = dir.path() / "rank-0.out";
+  FileTailer tail(log);
+  EXPECT_TRUE(tail.read().empty());  // not there yet
+  append(log, "first line\nsecond ");
+  EXPECT_EQ(tail.read(), (std::vector<std::string>{"first line"}));
+  EXPECT_TRUE(tail.read().empty());
+  append(log, "half\nthird\n");
+  EXPECT_EQ(tail.read(), (std::vector<std::string>{"second half", "third"}));
+  append(log, "no newline at the end");
+  EXPECT_TRUE(tail.read().empty());
+  EXPECT_EQ(tail.flush(), (std::vector<std::string>{"no newline at the end"}));
+  EXPECT_EQ(tail.offset(), std::filesystem::file_size(log));
+}
+
+TEST(FileTailer, TruncatedFileIsReadFromTheStart) {
+  TempDir dir;
+  const auto log = dir.path() / "out";
+  FileTailer tail(log);
+  append(log, "one\ntwo\n");
+  EXPECT_EQ(tail.read().size(), 2u);
+  std::ofstream(log, std::ios::trunc) << "new\n";
+  EXPECT_EQ(tail.read(), (std::vector<std::string>{"new"}));
+}
+
+std::string mllog(long long t, const char* type, const char* key, const std::string& value,
+                  const std::string& meta) {
+  return ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(t) + ", \"event_type\": \"" + type +
+         "\", \"key\": \"" + key + "\", \"value\": " + value + ", \"metadata\": " + meta + "}\n";
+}
+
+std::vector<MetricEvent> tail_in_chunks(const std::string& text, MllogTracker& tracker, size_t chunk) {
+  TempDir dir;
+  const auto log = dir.path() / "rank-0.out";
+  FileTailer tail(log);
+  std::vector<MetricEvent> events;
+  for (size_t pos = 0; pos < text.size(); pos += chunk) {
+    append(log, text.substr(pos, chunk));
+    for (const auto& line : tail.read())
+      for (auto& e : tracker.feed(line)) events.push_back(std::move(e));
+  }
+  for (const auto& line : tail.flush())
+    for (auto& e : tracker.feed(line)) events.push_back(std::move(e));
+  return events;
+}
+
+const std::string kRun =
+    "starting\n" + mllog(1000, "INTERVAL_START", "run_start", "null", "{}") +
+    mllog(2000, "POINT_IN_TIME", "tracked_stats", "{\"throughput\": 1234.5}", "{\"step\": 1}") +
+    mllog(3000, "POINT_IN_TIME", "eval_accuracy", "0.81", "{\"epoch_num\": 1}") +
+    ":::MLLOG {\"broken json\n" +
+    mllog(5000, "POINT_IN_TIME", "eval_accuracy", "0.93", "{\"epoch_num\": 2}") +
+    mllog(7500, "INTERVAL_END", "run_stop", "null", "{\"status\": \"success\"}");
+
+TEST(MllogTracker, ChunkedLogYieldsEventsAndTimeToTrain) {
+  for (size_t chunk : {7u, 64u, 4096u}) {
+    MllogTracker tracker;
+    auto events = tail_in_chunks(kRun, tracker, chunk);
+    ASSERT_EQ(events.size(), 6u) << "chunk " << chunk;
+    EXPECT_EQ(std::get<RunStart>(events[0]).time_ms, 1000);
+    EXPECT_DOUBLE_EQ(std::get<Throughput>(events[1]).value, 1234.5);
+    const auto& eval = std::get<EvalPoint>(events[2]);
+    EXPECT_EQ(eval.time_ms, 3000);
+    EXPECT_EQ(eval.epoch, 1.0);
+    EXPECT_DOUBLE_EQ(eval.value, 0.81);
+    EXPECT_DOUBLE_EQ(std::get<EvalPoint>(events[3]).value, 0.93);
+    EXPECT_EQ(std::get<RunStop>(events[4]).status, "success");
+    const auto& ttt = std::get<TimeToTrain>(events[5]);
+    EXPECT_DOUBLE_EQ(ttt.seconds, 6.5);
+    EXPECT_EQ(ttt.reason, "run_stop");
+    EXPECT_EQ(tracker.malformed(), 1);
+    EXPECT_EQ(tracker.parsed(), 5);
+  }
+}
+
+TEST(MllogTracker, TargetMetFirstGivesTimeToTrainOnce) {
+  MllogTracker tracker(MetricTarget{"eval_accuracy", 0.9});
+  auto events = tail_in_chunks(kRun, tracker, 13);
+  std::vector<TimeToTrain> ttts;
+  for (const auto& e : events)
+    if (auto* t = std::get_if<TimeToTrain>(&e)) ttts.push_back(*t);
+  ASSERT_EQ(ttts.size(), 1u);
+  EXPECT_DOUBLE_EQ(ttts[0].seconds, 4.0);
+  EXPECT_EQ(ttts[0].reason, "target");
+  EXPECT_EQ(tracker.time_to_train(), 4.0);
+}
+
+TEST(MllogTracker, AbortedRunHasNoTimeToTrain) {
+  MllogTracker tracker;
+  tracker.feed(mllog(1000, "INTERVAL_START", "run_start", "null", "{}"));
+  auto events = tracker.feed(mllog(9000, "INTERVAL_END", "run_stop", "null", "{\"status\": \"aborted\"}"));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(std::get<RunStop>(events[0]).status, "aborted");
+  EXPECT_FALSE(tracker.time_to_train());
+}
+
+TEST(Telemetry, SumsTheProcessGroup) {
+  auto t = sample_groups({getpgrp()});
+  EXPECT_GE(t.processes, 1);
+  EXPECT_GT(t.rss_bytes, 0);
+  EXPECT_GE(t.cpu_seconds, 0.0);
+  EXPECT_EQ(sample_groups({999999999}).processes, 0);
+}
+
+}  // namespace
+}  // namespace railyard::agent

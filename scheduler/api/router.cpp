@@ -1,0 +1,341 @@
+#include "scheduler/api/router.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "jobs/spec_json.hpp"
+#include "scheduler/api/auth.hpp"
+#include "scheduler/api/views.hpp"
+
+namespace railyard::api {
+
+using nlohmann::json;
+
+// A request target split into path segments below /api/v1 and query parameters.
+struct Router::Route {
+  std::vector<std::string> seg;
+  std::map<std::string, std::string> query;
+};
+
+namespace {
+
+constexpr std::string_view kPrefix = "/api/v1";
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+      if (ec == std::errc() && p == s.data() + i + 3) {
+        out.push_back(static_cast<char>(v));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i] == '+' ? ' ' : s[i]);
+  }
+  return out;
+}
+
+std::optional<int64_t> to_int(std::string_view s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Invalid UTF-8 (e.g. from a percent-decoded path echoed in a message) is replaced, never thrown on.
+HttpResponse json_response(int status, const json& body) {
+  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
+}
+
+HttpResponse method_not_allowed(const char* allow) {
+  HttpResponse r = error_response(405, "method_not_allowed", std::string("allowed: ") + allow);
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
+HttpResponse not_found_route() { return error_response(404, "not_found", "no such route"); }
+
+// Nesting depth and container count of JSON text; strings are skipped. A scan rather than a parser
+// callback: nlohmann's callback parser is quadratic in the number of objects in one array, so bodies headed
+// for it (jobs::parse_job_spec_text) are first checked to hold few containers.
+struct JsonShape {
+  int depth = 0;
+  size_t containers = 0;
+};
+
+JsonShape json_shape(std::string_view text) {
+  JsonShape shape;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') {
+        ++i;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '{' || ch == '[') {
+      shape.depth = std::max(shape.depth, ++depth);
+      ++shape.containers;
+    } else if (ch == '}' || ch == ']') {
+      --depth;
+    }
+  }
+  return shape;
+}
+
+constexpr size_t kMaxSpecContainers = 1000;  // a real spec has a handful (command, env, features, target)
+
+// Parses a request body, refusing nesting deeper than `max_depth` before it costs anything.
+std::optional<json> parse_body(const std::string& text, int max_depth, std::string& error) {
+  if (json_shape(text).depth > max_depth) {
+    error = "request body: nested deeper than " + std::to_string(max_depth) + " levels";
+    return std::nullopt;
+  }
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    error = "request body is not valid JSON";
+    return std::nullopt;
+  }
+  return j;
+}
+
+}  // namespace
+
+HttpResponse error_response(int status, std::string_view code, std::string_view message) {
+  return json_response(status, {{"error", {{"code", code}, {"message", message}}}});
+}
+
+HttpResponse error_response(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::kInvalidArgument:
+      return error_response(400, "invalid_argument", e.message);
+    case ErrorCode::kNotFound:
+      return error_response(404, "not_found", e.message);
+    case ErrorCode::kPermission:
+      return error_response(403, "forbidden", e.message);
+    case ErrorCode::kConflict:
+      return error_response(409, "conflict", e.message);
+    case ErrorCode::kUnavailable:
+      return error_response(503, "unavailable", e.message);
+    case ErrorCode::kInternal:
+      break;
+  }
+  return error_response(500, "internal", e.message);
+}
+
+Router::Router(daemon::Service& service, RouterOptions options)
+    : service_(service), options_(std::move(options)) {}
+
+size_t Router::body_limit(std::string_view target) {
+  return target.substr(0, target.find('?')) == "/api/v1/jobs:batch" ? kMaxBodyLimit : kDefaultBodyLimit;
+}
+
+// A bug in one request's handling answers 500 and leaves the daemon running.
+void Router::handle(HttpRequest&& req, const Reply& reply) {
+  try {
+    route(std::move(req), reply);
+  } catch (const std::exception& e) {
+    reply(error_response(500, "internal", std::string("internal error: ") + e.what()));
+  }
+}
+
+void Router::route(HttpRequest&& req, const Reply& reply) {
+  std::string_view target = req.target;
+  const size_t q = target.find('?');
+  std::string_view path = target.substr(0, q);
+  Route route;
+  if (q != std::string_view::npos) {
+    std::string_view qs = target.substr(q + 1);
+    while (!qs.empty()) {
+      std::string_view kv = qs.substr(0, qs.find('&'));
+      qs.remove_prefix(std::min(qs.size(), kv.size() + 1));
+      const size_t eq = kv.find('=');
+      route.query[percent_decode(kv.substr(0, eq))] =
+          eq == std::string_view::npos ? "" : percent_decode(kv.substr(eq + 1));
+    }
+  }
+  if (path == "/metrics") path = "/api/v1/metrics";
+  if (path.substr(0, kPrefix.size()) != kPrefix) return reply(not_found_route());
+  path.remove_prefix(kPrefix.size());
+  while (!path.empty()) {
+    if (path.front() == '/') path.remove_prefix(1);
+    std::string_view s = path.substr(0, path.find('/'));
+    if (!s.empty()) route.seg.push_back(percent_decode(s));
+    path.remove_prefix(s.size());
+  }
+  // Auth: POST always; reads only when private.
+  std::optional<daemon::Caller> who;
+  const bool mutating = req.method != "GET" && req.method != "HEAD";
+  if (mutating || options_.private_reads) {
+    auto token = bearer_token(req.authorization);
+    if (!token) return reply(error_response(401, "unauthorized", "a bearer token is required"));
+    auto c = service_.authenticate(*token);
+    if (!c) return reply(error_response(c.error()));
+    if (!*c) return reply(error_response(401, "unauthorized", "unknown token"));
+    who = **c;
+  }
+  if (req.method == "POST" && route.seg.size() == 1 &&
+      (route.seg[0] == "jobs" || route.seg[0] == "jobs:batch"))
+    return submit(req, *who, route.seg[0] == "jobs:batch", reply);
+  reply(dispatch(req, route, who ? &*who : nullptr));
+}
+
+HttpResponse Router::dispatch(const HttpRequest& req, const Route& route, const daemon::Caller* who) {
+  const auto& s = route.seg;
+  const bool get = req.method == "GET", post = req.method == "POST";
+  const auto& table = service_.table();
+  if (s.size() == 1) {
+    const std::string& r = s[0];
+    if (r == "jobs") return get ? list_jobs(route) : method_not_allowed("GET, POST");
+    if (r == "jobs:batch") return method_not_allowed("POST");
+    if (r != "nodes" && r != "topology" && r != "health" && r != "version" && r != "metrics")
+      return not_found_route();
+    if (!get) return method_not_allowed("GET");
+    if (r == "nodes") return json_response(200, {{"nodes", nodes_json(table)}});
+    if (r == "topology") return {200, "application/json", options_.topology_json, {}};
+    if (r == "health") return json_response(200, {{"status", "ok"}});
+    if (r == "version") return json_response(200, {{"version", options_.version}, {"api", "v1"}});
+    return {200, "text/plain; version=0.0.4", metrics_text(table, service_.stats()), {}};
+  }
+  if (s.size() == 2 && s[0] == "jobs") {
+    if (!get) return method_not_allowed("GET");
+    auto id = to_int(s[1]);
+    const store::JobRecord* r = id ? table.find(*id) : nullptr;
+    if (!r) return error_response(404, "not_found", "job " + s[1] + " not found");
+    return json_response(200, job_json(*r, table.cluster()));
+  }
+  if (s.size() == 3 && (s[0] == "jobs" || s[0] == "nodes")) {
+    if (!post) return method_not_allowed("POST");
+    return s[0] == "jobs" ? job_action(route, *who) : node_action(req, route, *who);
+  }
+  return not_found_route();
+}
+
+HttpResponse Router::list_jobs(const Route& route) {
+  auto param = [&](const char* k) -> std::optional<std::string> {
+    auto it = route.query.find(k);
+    return it == route.query.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  std::optional<jobs::JobState> state;
+  if (auto v = param("state"); v && !v->empty()) {
+    state = jobs::parse_state(*v);
+    if (!state) return error_response(400, "invalid_argument", "state=" + *v + ": unknown state");
+  }
+  const auto user = param("user");
+  int64_t limit = kDefaultPageSize, after = 0;
+  if (auto v = param("limit")) {
+    auto n = to_int(*v);
+    if (!n || *n < 1 || *n > kMaxPageSize)
+      return error_response(400, "invalid_argument",
+                            "limit=" + *v + ": must be 1.." + std::to_string(kMaxPageSize));
+    limit = *n;
+  }
+  if (auto v = param("after")) {
+    auto n = to_int(*v);
+    if (!n || *n < 0) return error_response(400, "invalid_argument", "after=" + *v + ": must be a job id");
+    after = *n;
+  }
+  const auto& table = service_.table();
+  json out = json::array();
+  json next = nullptr;
+  for (auto it = table.jobs().upper_bound(after); it != table.jobs().end(); ++it) {
+    const auto& r = it->second;
+    if ((state && r.state != *state) || (user && !user->empty() && r.spec.user != *user)) continue;
+    if (static_cast<int64_t>(out.size()) == limit) {
+      next = out.back()["id"];
+      break;
+    }
+    out.push_back(job_json(r, table.cluster()));
+  }
+  return json_response(200, {{"jobs", std::move(out)}, {"next_after", next}});
+}
+
+// Single submits go through parse_job_spec_text (duplicate keys, depth); a batch is parsed once, then each
+// entry is read and checked with its index in front of any error.
+void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batch, const Reply& reply) {
+  std::vector<jobs::JobSpec> specs;
+  auto add = [&](Result<jobs::JobSpec> spec, const std::string& where) -> bool {
+    Status s = spec ? service_.prepare(*spec, who) : Status(spec.error());
+    if (!s) {
+      Error e = s.error();
+      e.message = where + e.message;
+      reply(error_response(e));
+      return false;
+    }
+    specs.push_back(std::move(*spec));
+    return true;
+  };
+  if (!batch) {
+    if (json_shape(req.body).containers > kMaxSpecContainers)
+      return reply(error_response(
+          400, "invalid_argument",
+          "job spec: more than " + std::to_string(kMaxSpecContainers) + " arrays and objects"));
+    if (!add(jobs::parse_job_spec_text(req.body), "")) return;
+  } else {
+    std::string error;
+    auto body = parse_body(req.body, jobs::kMaxJsonDepth + 1, error);
+    if (!body) return reply(error_response(400, "invalid_argument", error));
+    if (!body->is_object() || body->size() != 1 || !body->contains("jobs") || !(*body)["jobs"].is_array())
+      return reply(error_response(400, "invalid_argument", R"(batch body must be {"jobs": [...]})"));
+    const json& items = (*body)["jobs"];
+    if (items.size() > kMaxBatchJobs)
+      return reply(error_response(400, "invalid_argument",
+                                  "jobs: at most " + std::to_string(kMaxBatchJobs) + " per batch"));
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string where = "jobs[" + std::to_string(i) + "]: ";
+      if (!items[i].is_object())
+        return reply(error_response(400, "invalid_argument", where + "must be an object"));
+      if (!add(jobs::parse_job_spec(items[i]), where)) return;
+    }
+  }
+  service_.submit(std::move(specs), who, [reply, batch](Result<std::vector<jobs::JobId>> ids) {
+    if (!ids) return reply(error_response(ids.error()));
+    reply(batch ? json_response(201, {{"ids", *ids}}) : json_response(201, {{"id", ids->front()}}));
+  });
+}
+
+HttpResponse Router::job_action(const Route& route, const daemon::Caller& who) {
+  static const std::map<std::string, jobs::JobEvent, std::less<>> kActions = {
+      {"cancel", jobs::JobEvent::kCancelled},
+      {"hold", jobs::JobEvent::kHeld},
+      {"release", jobs::JobEvent::kReleased}};
+  auto action = kActions.find(route.seg[2]);
+  if (action == kActions.end()) return not_found_route();
+  auto id = to_int(route.seg[1]);
+  if (!id) return error_response(404, "not_found", "job " + route.seg[1] + " not found");
+  auto r = service_.act(*id, action->second, who);
+  if (!r) return error_response(r.error());
+  return json_response(200, job_json(*r, service_.table().cluster()));
+}
+
+HttpResponse Router::node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who) {
+  const std::string& action = route.seg[2];
+  if (action != "drain" && action != "resume") return not_found_route();
+  std::string reason;
+  if (!req.body.empty()) {
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object())
+      return error_response(400, "invalid_argument", "request body must be a JSON object");
+    for (auto& [k, v] : body.items()) {
+      if (k != "reason")
+        return error_response(400, "invalid_argument", k + ": unknown field (known: reason)");
+      if (!v.is_string()) return error_response(400, "invalid_argument", "reason: must be a string");
+      reason = v.get<std::string>();
+    }
+  }
+  const auto health = action == "drain" ? sched::NodeHealth::kDrain : sched::NodeHealth::kUp;
+  if (auto s = service_.set_node_health(route.seg[1], health, reason, who); !s)
+    return error_response(s.error());
+  return json_response(200, {{"name", route.seg[1]}, {"health", sched::to_string(health)}});
+}
+
+}  // namespace railyard::api

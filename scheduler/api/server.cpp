@@ -1,0 +1,204 @@
+// The only translation unit with Boost.Beast in the daemon (see TOOLCHAIN.md on compile cost).
+#include "scheduler/api/server.hpp"
+
+#include <array>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <csignal>
+#include <optional>
+
+namespace railyard::api {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr auto kIdleTimeout = std::chrono::seconds(60);
+constexpr auto kDrainTimeout = std::chrono::seconds(10);
+
+}  // namespace
+
+struct HttpServer::Impl {
+  net::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  net::signal_set signals{ioc, SIGINT, SIGTERM};
+  Handler handler;
+  BodyLimitFn body_limit = [](std::string_view) { return kDefaultBodyLimit; };
+
+  void accept();
+};
+
+namespace {
+
+// One connection: read a request, hand it to the handler, write its reply, repeat while keep-alive.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
+
+  void start() { read_header(); }
+
+ private:
+  void read_header() {
+    parser_.emplace();
+    parser_->header_limit(64 * 1024);
+    parser_->body_limit(kMaxBodyLimit);  // the per-route limit is applied once the target is known
+    stream_.expires_after(kIdleTimeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  }
+
+  void on_header(beast::error_code ec, size_t) {
+    if (ec) return on_read_error(ec);
+    const size_t limit = server_.body_limit(parser_->get().target());
+    if (auto len = parser_->content_length(); len && *len > limit) return too_large(limit);
+    parser_->body_limit(limit);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::on_body, shared_from_this()));
+  }
+
+  void on_body(beast::error_code ec, size_t) {
+    if (ec == http::error::body_limit) return too_large(server_.body_limit(parser_->get().target()));
+    if (ec) return on_read_error(ec);
+    auto req = parser_->release();
+    keep_alive_ = req.keep_alive();
+    HttpRequest r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    r.authorization = std::string(req[http::field::authorization]);
+    r.body = std::move(req.body());
+    version_ = req.version();
+    stream_.expires_never();  // the handler may answer later (group commit)
+    auto self = shared_from_this();
+    server_.handler(std::move(r), [self](HttpResponse res) { self->write(std::move(res)); });
+  }
+
+  void on_read_error(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout)
+      return close();
+    if (ec == net::error::operation_aborted || ec == net::error::connection_reset) return;
+    keep_alive_ = false;
+    write(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()));
+  }
+
+  void too_large(size_t limit) {
+    keep_alive_ = false;
+    draining_ = true;
+    write(error_response(413, "payload_too_large",
+                         "request body exceeds " + std::to_string(limit) + " bytes for this route"));
+  }
+
+  void write(HttpResponse r) {
+    res_ = {};
+    res_.version(version_);
+    res_.result(static_cast<http::status>(r.status));
+    res_.set(http::field::server, "railyard-scheduler");
+    res_.set(http::field::content_type, r.content_type);
+    for (auto& [k, v] : r.headers) res_.set(k, v);
+    res_.body() = std::move(r.body);
+    res_.keep_alive(keep_alive_);
+    res_.prepare_payload();
+    stream_.expires_after(kIdleTimeout);
+    http::async_write(stream_, res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
+  }
+
+  void on_write(beast::error_code ec, size_t) {
+    if (ec) return;
+    if (draining_) return drain();
+    if (!keep_alive_) return close();
+    read_header();
+  }
+
+  // After an early answer (413), read and drop what the client still sends, so that closing the socket does
+  // not reset the connection before the client has read the answer.
+  void drain() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(kDrainTimeout);
+    stream_.async_read_some(net::buffer(scratch_), [self = shared_from_this()](beast::error_code e, size_t) {
+      if (e) return self->close();
+      self->drain_more();
+    });
+  }
+
+  void drain_more() {
+    stream_.async_read_some(net::buffer(scratch_), [self = shared_from_this()](beast::error_code e, size_t) {
+      if (e) return self->close();
+      self->drain_more();
+    });
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool draining_ = false;
+  std::array<char, 64 * 1024> scratch_{};
+};
+
+}  // namespace
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      std::make_shared<Session>(std::move(socket), *this)->start();
+    }
+    accept();
+  });
+}
+
+HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
+HttpServer::~HttpServer() = default;
+
+void HttpServer::set_handler(Handler handler) { impl_->handler = std::move(handler); }
+void HttpServer::set_body_limit(BodyLimitFn limit) { impl_->body_limit = std::move(limit); }
+
+Result<int> HttpServer::listen(const std::string& host, int port) {
+  beast::error_code ec;
+  auto addr = net::ip::make_address(host, ec);
+  if (ec) return invalid("--listen: bad address '" + host + "': " + ec.message());
+  tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    return Error{ErrorCode::kUnavailable,
+                 "listen on " + host + ":" + std::to_string(port) + ": " + ec.message()};
+  impl_->accept();
+  return static_cast<int>(a.local_endpoint().port());
+}
+
+void HttpServer::run() {
+  impl_->signals.async_wait([this](beast::error_code ec, int) {
+    if (!ec) stop();
+  });
+  impl_->ioc.run();
+}
+
+void HttpServer::stop() { impl_->ioc.stop(); }
+
+void HttpServer::post(std::function<void()> fn) { net::post(impl_->ioc, std::move(fn)); }
+
+void HttpServer::post_after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  auto timer = std::make_shared<net::steady_timer>(impl_->ioc, delay);
+  timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
+    if (!ec) fn();
+  });
+}
+
+}  // namespace railyard::api

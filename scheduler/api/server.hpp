@@ -1,0 +1,46 @@
+// HTTP/1.1 server with keep-alive on one event loop (one thread). Connections are read one request at a
+// time; each request goes to the Handler, whose Reply may come later (e.g. after a group commit). Every
+// stream has an idle timeout; bodies are limited per request target (BodyLimitFn), and an oversized body is
+// answered 413 and the connection closed after the rest of the body is drained.
+//
+// The server also is the daemon's event loop: post() and post_after() run work on it, so everything the
+// daemon does happens on one thread and needs no locks.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/result.hpp"
+#include "scheduler/api/http.hpp"
+
+namespace railyard::api {
+
+using BodyLimitFn = std::function<size_t(std::string_view target)>;
+
+class HttpServer {
+ public:
+  HttpServer();
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  void set_handler(Handler handler);
+  void set_body_limit(BodyLimitFn limit);
+  // Binds and listens; returns the bound port (useful with port 0).
+  Result<int> listen(const std::string& host, int port);
+  // Runs until stop() or SIGINT/SIGTERM.
+  void run();
+  void stop();
+
+  void post(std::function<void()> fn);
+  void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace railyard::api

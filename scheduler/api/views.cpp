@@ -1,0 +1,114 @@
+#include "scheduler/api/views.hpp"
+
+#include <array>
+#include <map>
+
+#include "jobs/spec_json.hpp"
+
+namespace railyard::api {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+std::string gpu_type_of(const store::JobRecord& r, const topology::Cluster& c) {
+  if (!r.spec.gpu_type.empty()) return r.spec.gpu_type;
+  const topology::GpuId g = !r.gpus.empty() ? r.gpus.front() : !r.slices.empty() ? r.slices.front().gpu : -1;
+  return g >= 0 ? c.profile_of(c.node_of(g)).gpu_type : "any";
+}
+
+}  // namespace
+
+json job_json(const store::JobRecord& r, const topology::Cluster& cluster) {
+  json gpu_ids = json::array();
+  for (auto g : r.gpus) gpu_ids.push_back(g);
+  for (const auto& s : r.slices)
+    gpu_ids.push_back({{"gpu", s.gpu}, {"mig", s.profile}, {"first_slot", s.first_slot}});
+  const bool placed = !r.nodes.empty();
+  return {{"id", r.id},
+          {"name", r.spec.name},
+          {"user", r.spec.user},
+          {"project", r.spec.project},
+          {"state", jobs::to_string(r.state)},
+          {"gpus", r.spec.total_gpus()},
+          {"gpu_ids", std::move(gpu_ids)},
+          {"nodes", r.nodes},
+          {"gpu_type", gpu_type_of(r, cluster)},
+          {"submit_time", r.submit_time},
+          {"start_time", opt(r.start_time)},
+          {"end_time", opt(r.end_time)},
+          {"exit_code", opt(r.exit_code)},
+          {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)},
+          {"estimated_start", opt(r.estimated_start)},
+          {"leaves_spanned", placed ? json(r.leaves_spanned) : json(nullptr)},
+          {"min_leaves", placed ? json(r.min_leaves) : json(nullptr)},
+          {"time_to_train_s", opt(r.time_to_train_s)},
+          {"spec", jobs::to_json(r.spec)}};
+}
+
+json nodes_json(const daemon::JobTable& table) {
+  const auto& c = table.cluster();
+  const std::vector<jobs::JobId> owners = table.gpu_owners();
+  json out = json::array();
+  for (topology::NodeId n = 0; n < c.node_count(); ++n) {
+    const auto& node = c.node(n);
+    int used = 0;
+    for (int g = node.first_gpu; g < node.first_gpu + node.gpus; ++g)
+      used += owners[static_cast<size_t>(g)] != 0;
+    const auto leaf = node.leaf();
+    out.push_back(
+        {{"name", node.name},
+         {"profile", c.profile_of(n).name},
+         {"gpu_type", c.profile_of(n).gpu_type},
+         {"gpus", node.gpus},
+         {"gpus_allocated", used},
+         {"leaf", leaf >= 0 ? json(c.domain(leaf).name) : json(nullptr)},
+         {"health", sched::to_string(table.health(n))},
+         {"reason", table.health_reason(n).empty() ? json(nullptr) : json(table.health_reason(n))}});
+  }
+  return out;
+}
+
+std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceStats& stats) {
+  constexpr std::array kStates = {jobs::JobState::kPending,   jobs::JobState::kHeld,
+                                  jobs::JobState::kStarting,  jobs::JobState::kRunning,
+                                  jobs::JobState::kCompleted, jobs::JobState::kFailed,
+                                  jobs::JobState::kCancelled, jobs::JobState::kTimeout,
+                                  jobs::JobState::kNodeFail,  jobs::JobState::kPreempted};
+  std::map<jobs::JobState, int64_t> by_state;
+  for (const auto& [id, r] : table.jobs()) ++by_state[r.state];
+  int64_t allocated = 0;
+  for (auto o : table.gpu_owners()) allocated += o != 0;
+  const int64_t total = table.cluster().gpu_count();
+  std::string m;
+  auto metric = [&](const char* name, const char* type, const char* help, const std::string& lines) {
+    m += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + lines;
+  };
+  metric("railyard_queue_length", "gauge", "Jobs waiting to start (PENDING).",
+         "railyard_queue_length " + std::to_string(by_state[jobs::JobState::kPending]) + "\n");
+  std::string lines;
+  for (auto s : kStates)
+    lines += "railyard_jobs{state=\"" + std::string(jobs::to_string(s)) + "\"} " +
+             std::to_string(by_state[s]) + "\n";
+  metric("railyard_jobs", "gauge", "Jobs by state.", lines);
+  metric("railyard_scheduling_pass_seconds", "summary", "Duration of scheduling passes.",
+         "railyard_scheduling_pass_seconds_sum " + std::to_string(stats.pass_seconds_sum) +
+             "\nrailyard_scheduling_pass_seconds_count " + std::to_string(stats.passes_total) + "\n");
+  metric("railyard_scheduling_last_pass_seconds", "gauge", "Duration of the last scheduling pass.",
+         "railyard_scheduling_last_pass_seconds " + std::to_string(stats.last_pass_seconds) + "\n");
+  metric("railyard_gpus_allocated", "gauge", "GPUs held by STARTING or RUNNING jobs.",
+         "railyard_gpus_allocated " + std::to_string(allocated) + "\n");
+  metric("railyard_gpus_free", "gauge", "GPUs not held by any job.",
+         "railyard_gpus_free " + std::to_string(total - allocated) + "\n");
+  metric("railyard_submits_total", "counter", "Jobs accepted since start.",
+         "railyard_submits_total " + std::to_string(stats.submits_total) + "\n");
+  metric("railyard_submit_commits_total", "counter", "Store transactions that carried submits.",
+         "railyard_submit_commits_total " + std::to_string(stats.submit_commits_total) + "\n");
+  return m;
+}
+
+}  // namespace railyard::api

@@ -1,0 +1,76 @@
+#include "scheduler/daemon/config.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "topology/generator.hpp"
+#include "topology/io.hpp"
+
+namespace railyard::daemon {
+
+using nlohmann::json;
+
+Status merge_config_file(const std::string& file_path, const std::set<std::string>& given, DaemonConfig& c) {
+  std::ifstream in(file_path);
+  if (!in) return not_found(file_path + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j = json::parse(ss.str(), nullptr, false, true);
+  if (j.is_discarded() || !j.is_object()) return invalid(file_path + ": not a JSON object");
+  for (auto& item : j.items()) {
+    // Not a structured binding: lambdas below capture the key (clang 14 rejects capturing bindings).
+    const std::string key = item.key();
+    const json& v = item.value();
+    const bool is_given = given.count(key) > 0;
+    auto want = [&](bool ok, const char* type) -> Status {
+      if (!ok) return invalid(file_path + ": " + key + ": must be " + type);
+      return railyard::ok();
+    };
+    Status s = railyard::ok();
+    if (key == "listen" || key == "db" || key == "cluster" || key == "preset") {
+      s = want(v.is_string(), "a string");
+      if (s && !is_given) {
+        std::string& field = key == "listen"    ? c.listen
+                             : key == "db"      ? c.db
+                             : key == "cluster" ? c.cluster
+                                                : c.preset;
+        field = v.get<std::string>();
+      }
+    } else if (key == "sus") {
+      s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 10000,
+               "an integer 1..10000");
+      if (s && !is_given) c.sus = v.get<int>();
+    } else if (key == "private") {
+      s = want(v.is_boolean(), "true or false");
+      if (s && !is_given) c.private_reads = v.get<bool>();
+    } else {
+      s = invalid(file_path + ": " + key +
+                  ": unknown key (known: listen, db, cluster, preset, sus, private)");
+    }
+    if (!s) return s;
+  }
+  return ok();
+}
+
+Result<ListenAddress> parse_listen(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return invalid("--listen " + text + ": expected HOST:PORT");
+  ListenAddress a{text.substr(0, colon), 0};
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']')
+    a.host = a.host.substr(1, a.host.size() - 2);
+  const char* b = text.data() + colon + 1;
+  const char* e = text.data() + text.size();
+  auto [p, ec] = std::from_chars(b, e, a.port);
+  if (ec != std::errc() || p != e || b == e || a.port < 0 || a.port > 65535)
+    return invalid("--listen " + text + ": port must be 0..65535");
+  return a;
+}
+
+Result<topology::Cluster> load_cluster(const DaemonConfig& c) {
+  if (!c.cluster.empty()) return topology::load_cluster_file(c.cluster);
+  return topology::generate_superpod(c.preset, c.sus);
+}
+
+}  // namespace railyard::daemon

@@ -1,0 +1,35 @@
+// The daemon's settings: command-line flags, optionally a JSON config file with the same keys
+// ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false});
+// a flag given on the command line wins over the file.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "common/result.hpp"
+#include "topology/cluster.hpp"
+
+namespace railyard::daemon {
+
+struct DaemonConfig {
+  std::string listen = "127.0.0.1:8600";
+  std::string db = "railyard.db";
+  std::string cluster;                       // cluster file (JSON or topology.conf)
+  std::string preset = "dgx-h100-superpod";  // used when no cluster file is given
+  int sus = 1;
+  bool private_reads = false;
+};
+
+// Fills every key of `file_path` not in `given` (the flags set on the command line).
+Status merge_config_file(const std::string& file_path, const std::set<std::string>& given,
+                         DaemonConfig& config);
+
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+Result<ListenAddress> parse_listen(const std::string& text);
+
+Result<topology::Cluster> load_cluster(const DaemonConfig& config);
+
+}  // namespace railyard::daemon

@@ -1,0 +1,102 @@
+// The scheduler daemon's behaviour, free of HTTP: submits with group commit, job and node actions, token
+// checks, and the scheduling loop. Runs on one event loop (the `post` function given at construction);
+// every method must be called on it.
+//
+// Submits: validated at once, queued, and committed together by one flush posted on the loop, so the
+// submits that arrive in one turn of the loop share one transaction; each caller hears back only after
+// that commit. Scheduling: any change that can alter the plan requests a pass; requests coalesce into one
+// posted pass, which builds a Snapshot, calls sched::schedule() and commits the plan's changes at once.
+// Passes are paced: the next one starts no sooner than max(kMinPassInterval, last pass's duration) after
+// the last one ended, so a stream of submits is not one fsync'd pass per submit, and a long queue leaves at
+// least half of the loop's time to HTTP.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/daemon/job_table.hpp"
+#include "scheduler/store/state_store.hpp"
+
+namespace railyard::daemon {
+
+struct Caller {
+  std::string user;
+  store::Role role = store::Role::kUser;
+  bool admin() const { return role == store::Role::kAdmin; }
+};
+
+struct ServiceStats {
+  int64_t submits_total = 0;
+  int64_t submit_commits_total = 0;
+  int64_t passes_total = 0;
+  double last_pass_seconds = 0;
+  double pass_seconds_sum = 0;
+};
+
+// The event loop the service runs on (the HTTP server's, or a fake in tests).
+struct Loop {
+  std::function<void(std::function<void()>)> post;
+  std::function<void(std::chrono::milliseconds, std::function<void()>)> post_after;
+};
+
+inline constexpr std::chrono::milliseconds kMinPassInterval{20};
+
+class Service {
+ public:
+  using Clock = std::function<int64_t()>;  // seconds since the epoch
+  using SubmitDone = std::function<void(Result<std::vector<JobId>>)>;
+
+  Service(const topology::Cluster& cluster, std::unique_ptr<store::StateStore> store, Loop loop, Clock clock);
+
+  // Loads the store and requests a first pass.
+  Status open();
+
+  const JobTable& table() const { return table_; }
+  const ServiceStats& stats() const { return stats_; }
+
+  // The caller a bearer token stands for; kPermission-free: nullopt when the token is unknown.
+  Result<std::optional<Caller>> authenticate(const std::string& token);
+
+  // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
+  // for someone else.
+  Status prepare(jobs::JobSpec& spec, const Caller& who) const;
+  // Queues prepared specs; `done` runs after their commit with their ids, in order.
+  void submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done);
+
+  // cancel, hold, release: owner or admin; kConflict when the state forbids it.
+  Result<JobRecord> act(JobId id, jobs::JobEvent event, const Caller& who);
+  // Admin only: drain (health kDrain with a reason) or resume (kUp).
+  Status set_node_health(const std::string& name, sched::NodeHealth health, std::string reason,
+                         const Caller& who);
+
+ private:
+  struct QueuedSubmit {
+    std::vector<JobRecord> jobs;
+    std::string actor;
+    SubmitDone done;
+  };
+  void flush_submits();
+  void request_pass();
+  void run_pass();
+
+  JobTable table_;
+  std::unique_ptr<store::StateStore> store_;
+  Loop loop_;
+  Clock clock_;
+  JobId next_id_ = 1;
+  std::vector<QueuedSubmit> queue_;
+  bool flush_posted_ = false;
+  bool pass_posted_ = false;
+  std::chrono::steady_clock::time_point last_pass_end_{};
+  std::chrono::steady_clock::duration last_pass_duration_{};
+  std::unordered_map<std::string, Caller> token_cache_;  // by token hash
+  ServiceStats stats_;
+};
+
+}  // namespace railyard::daemon

@@ -1,0 +1,116 @@
+// railyard-scheduler: the central controller (issue 5, first slice).
+//
+//   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
+//                      [--config FILE]
+//   railyard-scheduler token create --db PATH --user U [--role user|admin]
+//
+// Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
+// scheduling loop; the Router (api/router) maps requests onto the Service.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "scheduler/api/auth.hpp"
+#include "scheduler/api/router.hpp"
+#include "scheduler/api/server.hpp"
+#include "scheduler/daemon/config.hpp"
+#include "scheduler/daemon/service.hpp"
+#include "scheduler/store/sqlite_store.hpp"
+#include "topology/io_json.hpp"
+
+namespace {
+
+using namespace railyard;
+
+int fail(const std::string& message, int code = 1) {
+  std::cerr << "railyard-scheduler: " << message << "\n";
+  return code;
+}
+
+int token_create(const std::string& db, const std::string& user, const std::string& role_name) {
+  auto role = store::parse_role(role_name);
+  if (!role) return fail("--role " + role_name + ": must be user or admin", 2);
+  if (user.empty()) return fail("--user: must not be empty", 2);
+  auto st = store::SqliteStateStore::open(db);
+  if (!st) return fail(st.error().message);
+  auto token = api::generate_token();
+  if (!token) return fail(token.error().message);
+  if (auto s = (*st)->add_token({api::sha256_hex(*token), user, *role}); !s) return fail(s.error().message);
+  std::cerr << "created " << (*role == store::Role::kAdmin ? "an " : "a ") << role_name << " token for "
+            << user << " (shown once; store it safely)\n";
+  std::cout << *token << std::endl;
+  return 0;
+}
+
+int64_t wall_clock_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int run_daemon(const daemon::DaemonConfig& config) {
+  auto listen = daemon::parse_listen(config.listen);
+  if (!listen) return fail(listen.error().message, 2);
+  auto cluster = daemon::load_cluster(config);
+  if (!cluster) return fail(cluster.error().message, 2);
+  auto st = store::SqliteStateStore::open(config.db);
+  if (!st) return fail(st.error().message);
+  spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster->name(), cluster->node_count(),
+               cluster->gpu_count(), config.db, (*st)->schema_version());
+
+  api::HttpServer server;
+  daemon::Loop loop{[&server](std::function<void()> fn) { server.post(std::move(fn)); },
+                    [&server](std::chrono::milliseconds delay, std::function<void()> fn) {
+                      server.post_after(delay, std::move(fn));
+                    }};
+  daemon::Service service(*cluster, std::move(*st), std::move(loop), wall_clock_seconds);
+  if (auto s = service.open(); !s) return fail(s.error().message);
+  api::Router router(service,
+                     {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster)});
+  server.set_handler(
+      [&router](api::HttpRequest&& req, api::Reply reply) { router.handle(std::move(req), reply); });
+  server.set_body_limit(&api::Router::body_limit);
+  auto port = server.listen(listen->host, listen->port);
+  if (!port) return fail(port.error().message);
+  std::cout << "listening on " << listen->host << ":" << *port << std::endl;
+  server.run();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("railyard-scheduler"));
+  CLI::App app{"railyard-scheduler: the Railyard job scheduler daemon"};
+  daemon::DaemonConfig config;
+  std::string config_file;
+  app.add_option("--listen", config.listen, "HOST:PORT to listen on (port 0: any free port)");
+  app.add_option("--db", config.db, "SQLite database file (created when missing)");
+  app.add_option("--cluster", config.cluster, "cluster file (JSON or Slurm topology.conf)");
+  app.add_option("--preset", config.preset, "SuperPOD preset when no --cluster is given");
+  app.add_option("--sus", config.sus, "scalable units of the preset")->check(CLI::Range(1, 10000));
+  app.add_flag("--private", config.private_reads, "require a token on read-only routes too");
+  app.add_option("--config", config_file, "JSON config file with the same keys; flags win");
+
+  auto* token = app.add_subcommand("token", "manage API tokens");
+  token->require_subcommand(1);
+  auto* create = token->add_subcommand("create", "create a token; prints it alone on the last line");
+  std::string token_db, token_user, token_role = "user";
+  create->add_option("--db", token_db, "SQLite database file")->required();
+  create->add_option("--user", token_user, "the token's user")->required();
+  create->add_option("--role", token_role, "user or admin");
+  CLI11_PARSE(app, argc, argv);
+
+  if (*create) return token_create(token_db, token_user, token_role);
+  if (!config_file.empty()) {
+    std::set<std::string> given;
+    for (const char* key : {"listen", "db", "cluster", "preset", "sus", "private"})
+      if (app.count(std::string("--") + key) > 0) given.insert(key);
+    if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);
+  }
+  return run_daemon(config);
+}

@@ -1,0 +1,240 @@
+#include "scheduler/store/sqlite_store.hpp"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "jobs/spec_json.hpp"
+#include "scheduler/store/sqlite_util.hpp"
+
+namespace railyard::store {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 2> kMigrations = {
+    // 1: the tables.
+    R"(CREATE TABLE jobs (
+         id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
+         submit_time INTEGER NOT NULL, start_time INTEGER, end_time INTEGER, exit_code INTEGER,
+         reason TEXT NOT NULL DEFAULT '', gpus TEXT NOT NULL DEFAULT '[]', nodes TEXT NOT NULL DEFAULT '[]',
+         leaves_spanned INTEGER NOT NULL DEFAULT 0, min_leaves INTEGER NOT NULL DEFAULT 0,
+         estimated_start INTEGER, time_to_train_s REAL);
+       CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, subject TEXT NOT NULL,
+         time INTEGER NOT NULL, actor TEXT NOT NULL, what TEXT NOT NULL);
+       CREATE TABLE nodes (name TEXT PRIMARY KEY, health TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '');
+       CREATE TABLE tokens (hash TEXT PRIMARY KEY, user TEXT NOT NULL, role TEXT NOT NULL);)",
+    // 2: indexes for the API's filters and the audit log's per-subject reads.
+    R"(CREATE INDEX jobs_by_state ON jobs(state);
+       CREATE INDEX jobs_by_user ON jobs(user);
+       CREATE INDEX events_by_subject ON events(subject, seq);)",
+};
+
+// gpus column: whole GPUs as numbers, MIG slices as objects.
+std::string gpus_to_text(const JobRecord& r) {
+  json a = json::array();
+  for (auto g : r.gpus) a.push_back(g);
+  for (const auto& s : r.slices)
+    a.push_back({{"gpu", s.gpu}, {"first_slot", s.first_slot}, {"slots", s.slots}, {"profile", s.profile}});
+  return a.dump();
+}
+
+void gpus_from_text(const std::string& text, JobRecord& r) {
+  for (const json& e : json::parse(text)) {
+    if (e.is_number_integer()) {
+      r.gpus.push_back(e.get<topology::GpuId>());
+    } else {
+      r.slices.push_back({e.at("gpu").get<topology::GpuId>(), e.at("first_slot").get<int>(),
+                          e.at("slots").get<int>(), e.at("profile").get<std::string>()});
+    }
+  }
+}
+
+sched::NodeHealth parse_health(std::string_view s) {
+  if (s == "drain") return sched::NodeHealth::kDrain;
+  if (s == "down") return sched::NodeHealth::kDown;
+  return sched::NodeHealth::kUp;
+}
+
+JobRecord read_job(const sql::Stmt& q) {
+  JobRecord r;
+  r.id = q.int64(0);
+  auto spec = jobs::parse_job_spec(json::parse(q.text(1)));
+  if (!spec) throw sql::SqlError("job " + std::to_string(r.id) + ": stored spec: " + spec.error().message);
+  r.spec = std::move(*spec);
+  auto state = jobs::parse_state(q.text(2));
+  if (!state) throw sql::SqlError("job " + std::to_string(r.id) + ": unknown state " + q.text(2));
+  r.state = *state;
+  r.submit_time = q.int64(3);
+  r.start_time = q.opt_int64(4);
+  r.end_time = q.opt_int64(5);
+  if (auto e = q.opt_int64(6)) r.exit_code = static_cast<int>(*e);
+  r.reason = q.text(7);
+  gpus_from_text(q.text(8), r);
+  r.nodes = json::parse(q.text(9)).get<std::vector<std::string>>();
+  r.leaves_spanned = static_cast<int>(q.int64(10));
+  r.min_leaves = static_cast<int>(q.int64(11));
+  r.estimated_start = q.opt_int64(12);
+  r.time_to_train_s = q.opt_real(13);
+  return r;
+}
+
+// Binds the mutable columns, from parameter `first` on, in the order of kUpdateJob's SET list.
+void bind_mutable(sql::Stmt& st, int first, const JobRecord& r) {
+  st.bind(first, jobs::to_string(r.state))
+      .bind(first + 1, r.start_time)
+      .bind(first + 2, r.end_time)
+      .bind(first + 3, r.exit_code ? std::optional<int64_t>(*r.exit_code) : std::nullopt)
+      .bind(first + 4, r.reason)
+      .bind(first + 5, gpus_to_text(r))
+      .bind(first + 6, json(r.nodes).dump())
+      .bind(first + 7, int64_t{r.leaves_spanned})
+      .bind(first + 8, int64_t{r.min_leaves})
+      .bind(first + 9, r.estimated_start)
+      .bind(first + 10, r.time_to_train_s);
+}
+
+template <typename F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return internal_error(std::string("state store: ") + e.what());
+  }
+}
+
+}  // namespace
+
+std::span<const std::string_view> schema_migrations() { return kMigrations; }
+
+std::string_view to_string(Role r) { return r == Role::kAdmin ? "admin" : "user"; }
+
+std::optional<Role> parse_role(std::string_view s) {
+  if (s == "admin") return Role::kAdmin;
+  if (s == "user") return Role::kUser;
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<SqliteStateStore>> SqliteStateStore::open(const std::string& path,
+                                                                 int target_version) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Error{ErrorCode::kUnavailable, path + ": " + msg};
+  }
+  std::unique_ptr<SqliteStateStore> store(new SqliteStateStore(db));
+  sqlite3_busy_timeout(db, 5000);
+  try {
+    sql::exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+    store->migrate(target_version < 0 ? latest_schema_version() : target_version);
+  } catch (const std::exception& e) {
+    return Error{ErrorCode::kUnavailable, path + ": " + e.what()};
+  }
+  return store;
+}
+
+SqliteStateStore::~SqliteStateStore() { sqlite3_close(db_); }
+
+void SqliteStateStore::migrate(int target_version) {
+  sql::exec(db_, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  {
+    sql::Stmt q(db_, "SELECT version FROM schema_version");
+    version_ = q.step() ? static_cast<int>(q.int64(0)) : 0;
+  }
+  if (version_ > latest_schema_version())
+    throw sql::SqlError("schema version " + std::to_string(version_) + " is newer than this program (" +
+                        std::to_string(latest_schema_version()) + ")");
+  for (; version_ < target_version; ++version_) {
+    sql::Transaction tx(db_);
+    sql::exec(db_, std::string(kMigrations[static_cast<size_t>(version_)]).c_str());
+    sql::exec(db_, "DELETE FROM schema_version");
+    sql::Stmt(db_, "INSERT INTO schema_version(version) VALUES (?)").bind(1, int64_t{version_ + 1}).run();
+    tx.commit();
+  }
+}
+
+Result<StoredState> SqliteStateStore::load() {
+  return guarded([&]() -> Result<StoredState> {
+    StoredState s;
+    sql::Stmt q(db_,
+                "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
+                "leaves_spanned, min_leaves, estimated_start, time_to_train_s FROM jobs ORDER BY id");
+    while (q.step()) s.jobs.push_back(read_job(q));
+    sql::Stmt n(db_, "SELECT name, health, reason FROM nodes ORDER BY name");
+    while (n.step()) s.nodes.push_back({n.text(0), parse_health(n.text(1)), n.text(2)});
+    return s;
+  });
+}
+
+void SqliteStateStore::write(const WriteBatch& b) {
+  sql::Stmt ins(
+      db_,
+      "INSERT INTO jobs(id, spec, user, submit_time, state, start_time, end_time, exit_code, reason, "
+      "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (const auto& r : b.inserts) {
+    ins.bind(1, r.id).bind(2, jobs::to_json(r.spec).dump()).bind(3, r.spec.user).bind(4, r.submit_time);
+    bind_mutable(ins, 5, r);
+    ins.run();
+  }
+  sql::Stmt upd(db_,
+                "UPDATE jobs SET state=?, start_time=?, end_time=?, exit_code=?, reason=?, gpus=?, nodes=?, "
+                "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=? WHERE id=?");
+  for (const auto& r : b.updates) {
+    bind_mutable(upd, 1, r);
+    upd.bind(12, r.id).run();
+  }
+  sql::Stmt node(db_, "INSERT OR REPLACE INTO nodes(name, health, reason) VALUES (?,?,?)");
+  for (const auto& n : b.nodes)
+    node.bind(1, n.name).bind(2, sched::to_string(n.health)).bind(3, n.reason).run();
+  sql::Stmt ev(db_, "INSERT INTO events(subject, time, actor, what) VALUES (?,?,?,?)");
+  for (const auto& e : b.events) ev.bind(1, e.subject).bind(2, e.time).bind(3, e.actor).bind(4, e.what).run();
+}
+
+Status SqliteStateStore::commit(const WriteBatch& batch) {
+  if (batch.empty()) return ok();
+  return guarded([&]() -> Status {
+    sql::Transaction tx(db_);
+    write(batch);
+    tx.commit();
+    return ok();
+  });
+}
+
+Status SqliteStateStore::add_token(const TokenRecord& t) {
+  return guarded([&]() -> Status {
+    sql::Stmt(db_, "INSERT INTO tokens(hash, user, role) VALUES (?,?,?)")
+        .bind(1, t.hash)
+        .bind(2, t.user)
+        .bind(3, to_string(t.role))
+        .run();
+    return ok();
+  });
+}
+
+Result<std::optional<TokenRecord>> SqliteStateStore::find_token(const std::string& hash) {
+  return guarded([&]() -> Result<std::optional<TokenRecord>> {
+    sql::Stmt q(db_, "SELECT user, role FROM tokens WHERE hash = ?");
+    q.bind(1, hash);
+    if (!q.step()) return std::optional<TokenRecord>();
+    return std::optional<TokenRecord>(
+        TokenRecord{hash, q.text(0), parse_role(q.text(1)).value_or(Role::kUser)});
+  });
+}
+
+Result<std::vector<EventRecord>> SqliteStateStore::events(const std::string& subject, int limit) {
+  return guarded([&]() -> Result<std::vector<EventRecord>> {
+    sql::Stmt q(db_,
+                "SELECT subject, time, actor, what FROM (SELECT * FROM events WHERE ?1 = '' OR subject = ?1 "
+                "ORDER BY seq DESC LIMIT ?2) ORDER BY seq");
+    q.bind(1, subject).bind(2, int64_t{limit});
+    std::vector<EventRecord> out;
+    while (q.step()) out.push_back({q.text(0), q.int64(1), q.text(2), q.text(3)});
+    return out;
+  });
+}
+
+}  // namespace railyard::store

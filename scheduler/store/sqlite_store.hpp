@@ -1,0 +1,46 @@
+// StateStore on one SQLite file: WAL journal, synchronous=FULL (a commit survives power loss), foreign
+// writers excluded by BEGIN IMMEDIATE. The schema is versioned: `schema_version` holds one row, and open()
+// applies every migration above it, each in its own transaction, so an old database is brought forward
+// and a new one is created from nothing by the same path.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "scheduler/store/state_store.hpp"
+
+struct sqlite3;
+
+namespace railyard::store {
+
+// Migration i (0-based) takes the schema from version i to i + 1.
+std::span<const std::string_view> schema_migrations();
+inline int latest_schema_version() { return static_cast<int>(schema_migrations().size()); }
+
+class SqliteStateStore final : public StateStore {
+ public:
+  // Opens (creating when missing) and migrates up to `target_version` (tests stop early to test upgrades).
+  static Result<std::unique_ptr<SqliteStateStore>> open(const std::string& path, int target_version = -1);
+  ~SqliteStateStore() override;
+  SqliteStateStore(const SqliteStateStore&) = delete;
+  SqliteStateStore& operator=(const SqliteStateStore&) = delete;
+
+  int schema_version() const override { return version_; }
+  Result<StoredState> load() override;
+  Status commit(const WriteBatch& batch) override;
+  Status add_token(const TokenRecord& token) override;
+  Result<std::optional<TokenRecord>> find_token(const std::string& hash) override;
+  Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
+
+ private:
+  explicit SqliteStateStore(sqlite3* db) : db_(db) {}
+  void migrate(int target_version);
+  void write(const WriteBatch& batch);
+
+  sqlite3* db_;
+  int version_ = 0;
+};
+
+}  // namespace railyard::store

@@ -1,0 +1,90 @@
+// The daemon's durable state, behind a role interface so the daemon can be tested with other stores.
+//
+// Contract: commit() writes a whole WriteBatch in one transaction and returns only after it is durable (or
+// failed, in which case nothing of it was written). load() returns everything a restart needs. Thread
+// safety: none; one owner (the daemon's event loop, or the `token create` command) calls it at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "jobs/spec.hpp"
+#include "scheduler/core/snapshot.hpp"
+
+namespace railyard::store {
+
+using jobs::JobId;
+
+// One job as persisted and as the API shows it.
+struct JobRecord {
+  JobId id = 0;
+  jobs::JobSpec spec;
+  jobs::JobState state = jobs::JobState::kPending;
+  int64_t submit_time = 0;
+  std::optional<int64_t> start_time, end_time;
+  std::optional<int> exit_code;
+  std::string reason;                      // why pending / why failed; "" when none
+  std::vector<topology::GpuId> gpus;       // whole GPUs held (or last held)
+  std::vector<sched::MigSlice> slices;     // MIG slices held
+  std::vector<std::string> nodes;          // node names of the allocation
+  int leaves_spanned = 0, min_leaves = 0;  // 0 until placed
+  std::optional<int64_t> estimated_start;  // set while the job has a reservation
+  std::optional<double> time_to_train_s;   // null until an agent reports run_stop
+};
+
+struct NodeRecord {
+  std::string name;
+  sched::NodeHealth health = sched::NodeHealth::kUp;
+  std::string reason;
+};
+
+enum class Role { kUser, kAdmin };
+std::string_view to_string(Role r);
+std::optional<Role> parse_role(std::string_view s);
+
+// A bearer token, known only by its SHA-256 (hex); the token itself is never stored.
+struct TokenRecord {
+  std::string hash;
+  std::string user;
+  Role role = Role::kUser;
+};
+
+// Audit log entry: subject is "job:<id>" or "node:<name>".
+struct EventRecord {
+  std::string subject;
+  int64_t time = 0;
+  std::string actor;
+  std::string what;
+};
+
+struct StoredState {
+  std::vector<JobRecord> jobs;  // by id
+  std::vector<NodeRecord> nodes;
+};
+
+// Everything one commit writes. Inserts carry new jobs (spec included); updates rewrite every column but
+// the spec, user and submit time.
+struct WriteBatch {
+  std::vector<JobRecord> inserts;
+  std::vector<JobRecord> updates;
+  std::vector<NodeRecord> nodes;
+  std::vector<EventRecord> events;
+  bool empty() const { return inserts.empty() && updates.empty() && nodes.empty() && events.empty(); }
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+  virtual int schema_version() const = 0;
+  virtual Result<StoredState> load() = 0;
+  virtual Status commit(const WriteBatch& batch) = 0;
+  virtual Status add_token(const TokenRecord& token) = 0;
+  virtual Result<std::optional<TokenRecord>> find_token(const std::string& hash) = 0;
+  // Newest last; at most `limit`; subject "" for all.
+  virtual Result<std::vector<EventRecord>> events(const std::string& subject, int limit) = 0;
+};
+
+}  // namespace railyard::store

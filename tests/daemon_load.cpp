@@ -1,0 +1,59 @@
+// Load client for `railyard-scheduler` (bench/bench_submit.sh runs it): N keep-alive clients submit jobs for
+// a fixed time, one per request (`single`) or `batch_size` per request (`batch`); prints acknowledged jobs/s.
+//
+//   daemon_load PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE]
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/daemon_client.hpp"
+
+int main(int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE]\n", argv[0]);
+    return 2;
+  }
+  const int port = std::atoi(argv[1]);
+  const std::string token = argv[2];
+  const int clients = std::atoi(argv[3]);
+  const double seconds = std::atof(argv[4]);
+  const bool batch = std::string(argv[5]) == "batch";
+  const int batch_size = argc > 6 ? std::atoi(argv[6]) : 1000;
+
+  std::string body = R"({"name": "load", "gpus": 1, "time_limit": 600})";
+  std::string target = "/api/v1/jobs";
+  if (batch) {
+    body = R"({"jobs": [)";
+    for (int i = 0; i < batch_size; ++i) body += std::string(i ? "," : "") + R"({"name": "load", "gpus": 1})";
+    body += "]}";
+    target = "/api/v1/jobs:batch";
+  }
+  std::atomic<long> jobs{0}, requests{0}, errors{0};
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::duration<double>(seconds);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t)
+    threads.emplace_back([&] {
+      railyard::testing::HttpClient c(port);
+      while (std::chrono::steady_clock::now() < end) {
+        auto r = c.request("POST", target, body, token);
+        if (r.status != 201) {
+          ++errors;
+          continue;
+        }
+        ++requests;
+        jobs += batch ? batch_size : 1;
+      }
+    });
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "mode=%s clients=%d batch_size=%d requests=%ld jobs=%ld errors=%ld seconds=%.2f "
+      "requests_per_s=%.0f jobs_per_s=%.0f\n",
+      batch ? "batch" : "single", clients, batch ? batch_size : 1, requests.load(), jobs.load(),
+      errors.load(), elapsed, requests / elapsed, jobs / elapsed);
+  return errors > 0 ? 1 : 0;
+}

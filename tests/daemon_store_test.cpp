@@ -1,0 +1,230 @@
+// Unit tests of the daemon's state: the SQLite store (migrations, reload, atomic commits, tokens), the job
+// table (plans into changes) and the service's group commit.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <deque>
+#include <functional>
+
+#include "scheduler/api/auth.hpp"
+#include "scheduler/core/cycle.hpp"
+#include "scheduler/daemon/service.hpp"
+#include "scheduler/store/sqlite_store.hpp"
+#include "tests/daemon_client.hpp"
+#include "topology/generator.hpp"
+
+namespace railyard {
+namespace {
+
+using jobs::JobState;
+using store::JobRecord;
+using store::SqliteStateStore;
+
+JobRecord make_job(jobs::JobId id, int gpus) {
+  JobRecord r;
+  r.id = id;
+  r.spec.user = "ada";
+  r.spec.project = "ada";
+  r.spec.gpus = gpus;
+  r.submit_time = 1000 + id;
+  return r;
+}
+
+int count_rows(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
+  int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+TEST(SqliteStore, CreatesTheLatestSchemaInWalMode) {
+  testing::TempDir dir;
+  auto s = SqliteStateStore::open(dir.file("a.db"));
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ((*s)->schema_version(), store::latest_schema_version());
+  EXPECT_EQ(count_rows(dir.file("a.db"), "SELECT version FROM schema_version"),
+            store::latest_schema_version());
+  EXPECT_EQ(count_rows(dir.file("a.db"),
+                       "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+                       "('jobs','events','nodes','tokens')"),
+            4);
+  sqlite3* db = nullptr;
+  sqlite3_open(dir.file("a.db").c_str(), &db);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST(SqliteStore, MigratesAnOlderDatabaseForward) {
+  testing::TempDir dir;
+  {
+    auto v1 = SqliteStateStore::open(dir.file("m.db"), 1);
+    ASSERT_TRUE(v1);
+    EXPECT_EQ((*v1)->schema_version(), 1);
+    store::WriteBatch b;
+    b.inserts.push_back(make_job(1, 8));
+    ASSERT_TRUE((*v1)->commit(b));
+  }
+  EXPECT_EQ(count_rows(dir.file("m.db"),
+                       "SELECT count(*) FROM sqlite_master WHERE type='index' AND name='jobs_by_state'"),
+            0);
+  auto latest = SqliteStateStore::open(dir.file("m.db"));
+  ASSERT_TRUE(latest);
+  EXPECT_EQ((*latest)->schema_version(), store::latest_schema_version());
+  EXPECT_EQ(count_rows(dir.file("m.db"),
+                       "SELECT count(*) FROM sqlite_master WHERE type='index' AND name='jobs_by_state'"),
+            1);
+  auto state = (*latest)->load();
+  ASSERT_TRUE(state);
+  ASSERT_EQ(state->jobs.size(), 1u);  // data kept across the migration
+}
+
+TEST(SqliteStore, ReloadsEverythingItCommitted) {
+  testing::TempDir dir;
+  {
+    auto s = SqliteStateStore::open(dir.file("r.db"));
+    ASSERT_TRUE(s);
+    store::WriteBatch b;
+    b.inserts = {make_job(1, 16), make_job(2, 1)};
+    b.inserts[1].spec.mig = "1g.10gb";
+    b.nodes.push_back({"dgx001", sched::NodeHealth::kDrain, "fan"});
+    b.events.push_back({"job:1", 5, "ada", "submitted"});
+    ASSERT_TRUE((*s)->commit(b));
+    JobRecord placed = make_job(1, 16);
+    placed.state = JobState::kStarting;
+    placed.gpus = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    placed.nodes = {"dgx001", "dgx002"};
+    placed.leaves_spanned = 1;
+    placed.min_leaves = 1;
+    placed.start_time = 77;
+    JobRecord mig = make_job(2, 1);
+    mig.slices = {{3, 2, 1, "1g.10gb"}};
+    mig.estimated_start = 99;
+    mig.time_to_train_s = 12.5;
+    ASSERT_TRUE((*s)->commit({{}, {placed, mig}, {}, {}}));
+  }
+  auto s = SqliteStateStore::open(dir.file("r.db"));
+  ASSERT_TRUE(s);
+  auto st = (*s)->load();
+  ASSERT_TRUE(st) << st.error().message;
+  ASSERT_EQ(st->jobs.size(), 2u);
+  const JobRecord& a = st->jobs[0];
+  EXPECT_EQ(a.state, JobState::kStarting);
+  EXPECT_EQ(a.gpus.size(), 16u);
+  EXPECT_EQ(a.nodes, (std::vector<std::string>{"dgx001", "dgx002"}));
+  EXPECT_EQ(a.start_time, 77);
+  EXPECT_EQ(a.spec.gpus, 16);
+  EXPECT_EQ(a.submit_time, 1001);
+  EXPECT_FALSE(a.end_time);
+  const JobRecord& b = st->jobs[1];
+  ASSERT_EQ(b.slices.size(), 1u);
+  EXPECT_EQ(b.slices[0].gpu, 3);
+  EXPECT_EQ(b.slices[0].profile, "1g.10gb");
+  EXPECT_EQ(b.spec.mig, "1g.10gb");
+  EXPECT_EQ(b.estimated_start, 99);
+  EXPECT_EQ(b.time_to_train_s, 12.5);
+  ASSERT_EQ(st->nodes.size(), 1u);
+  EXPECT_EQ(st->nodes[0].health, sched::NodeHealth::kDrain);
+  auto ev = (*s)->events("job:1", 10);
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 1u);
+  EXPECT_EQ((*ev)[0].what, "submitted");
+}
+
+TEST(SqliteStore, AFailedCommitWritesNothing) {
+  testing::TempDir dir;
+  auto s = SqliteStateStore::open(dir.file("f.db"));
+  ASSERT_TRUE(s);
+  store::WriteBatch b;
+  b.inserts = {make_job(1, 1)};
+  ASSERT_TRUE((*s)->commit(b));
+  b.inserts = {make_job(2, 1), make_job(1, 1)};  // the second collides
+  EXPECT_FALSE((*s)->commit(b));
+  EXPECT_EQ((*s)->load()->jobs.size(), 1u);
+}
+
+TEST(SqliteStore, TokensAreStoredByHash) {
+  testing::TempDir dir;
+  auto s = SqliteStateStore::open(dir.file("t.db"));
+  ASSERT_TRUE(s);
+  auto token = api::generate_token();
+  ASSERT_TRUE(token);
+  ASSERT_TRUE((*s)->add_token({api::sha256_hex(*token), "ada", store::Role::kAdmin}));
+  auto found = (*s)->find_token(api::sha256_hex(*token));
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ((*found)->user, "ada");
+  EXPECT_EQ((*found)->role, store::Role::kAdmin);
+  EXPECT_FALSE(*(*s)->find_token(*token));  // the plain token is not a key
+  EXPECT_EQ(count_rows(dir.file("t.db"), "SELECT count(*) FROM tokens WHERE hash LIKE 'ry_%'"), 0);
+  EXPECT_EQ(api::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+// A loop that runs posted work only when told, so a test controls what arrives "together".
+struct FakeLoop {
+  std::deque<std::function<void()>> work;
+  void run() {
+    while (!work.empty()) {
+      auto fn = std::move(work.front());
+      work.pop_front();
+      fn();
+    }
+  }
+};
+
+TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  ASSERT_TRUE(cluster);
+  auto st = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(st);
+  FakeLoop loop;
+  daemon::Loop fake{
+      [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+      [&](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
+  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  ASSERT_TRUE(svc.open());
+  loop.run();
+  const daemon::Caller ada{"ada", store::Role::kUser};
+  std::vector<jobs::JobId> acked;
+  for (int i = 0; i < 3; ++i) {
+    jobs::JobSpec spec;
+    spec.gpus = 8;
+    ASSERT_TRUE(svc.prepare(spec, ada));
+    svc.submit({spec}, ada, [&](Result<std::vector<jobs::JobId>> ids) {
+      ASSERT_TRUE(ids);
+      acked.push_back(ids->front());
+    });
+  }
+  EXPECT_TRUE(acked.empty()) << "acknowledged before the commit";
+  loop.run();
+  EXPECT_EQ(acked, (std::vector<jobs::JobId>{1, 2, 3}));
+  EXPECT_EQ(svc.stats().submit_commits_total, 1);
+  EXPECT_EQ(svc.stats().submits_total, 3);
+  for (jobs::JobId id : acked) {
+    const JobRecord* r = svc.table().find(id);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->state, JobState::kStarting);
+    EXPECT_EQ(r->nodes.size(), 1u);
+    EXPECT_EQ(r->start_time, 5000);
+  }
+  jobs::JobSpec bad;
+  bad.nodes = 1;
+  bad.gpus_per_node = 9;
+  EXPECT_FALSE(svc.prepare(bad, ada));
+  jobs::JobSpec other;
+  other.gpus = 1;
+  other.user = "bob";
+  auto denied = svc.prepare(other, ada);
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().code, ErrorCode::kPermission);
+}
+
+}  // namespace
+}  // namespace railyard

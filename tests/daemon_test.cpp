@@ -1,0 +1,295 @@
+// Integration tests of `railyard-scheduler`: the real binary on 127.0.0.1:0 with a temporary database,
+// driven over HTTP (path of the binary: RAILYARD_SCHEDULER_BIN).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "tests/daemon_client.hpp"
+
+namespace railyard::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kBin = RAILYARD_SCHEDULER_BIN;
+
+// Two DGX H100 nodes under two leaves joined by a spine: a 16-GPU job needs both, across two leaves.
+constexpr const char* kTwoNodes = R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}],
+  "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n1"}, {"name": "leaf2", "level": "leaf", "nodes": "n2"},
+               {"name": "spine", "level": "spine", "children": ["leaf1", "leaf2"]}]})";
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir_.file("two.json")) << kTwoNodes;
+    alice_ = create_token(kBin, db(), "alice", "user");
+    bob_ = create_token(kBin, db(), "bob", "user");
+    admin_ = create_token(kBin, db(), "root", "admin");
+    ASSERT_EQ(alice_.size(), 67u) << alice_;
+  }
+  std::string db() const { return dir_.file("state.db"); }
+
+  std::unique_ptr<DaemonProcess> start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--db",
+                                  db(),       "--cluster",   dir_.file("two.json")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto d = std::make_unique<DaemonProcess>(kBin, args);
+    EXPECT_GT(d->port(), 0) << "daemon did not print its port";
+    return d;
+  }
+
+  // Polls a job until it leaves PENDING (the pass runs just after the submit is acknowledged).
+  json wait_placed(HttpClient& c, int64_t id) {
+    json j;
+    for (int i = 0; i < 200; ++i) {
+      j = c.request("GET", "/api/v1/jobs/" + std::to_string(id)).json();
+      if (j.value("state", "") != "PENDING" || !j["reason"].is_null()) return j;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return j;
+  }
+
+  TempDir dir_;
+  std::string alice_, bob_, admin_;
+};
+
+int64_t submit(HttpClient& c, const std::string& token, const std::string& body) {
+  auto r = c.request("POST", "/api/v1/jobs", body, token);
+  EXPECT_EQ(r.status, 201) << r.body;
+  return r.json().value("id", int64_t{0});
+}
+
+TEST_F(DaemonTest, SubmitListShowCancel) {
+  auto d = start();
+  HttpClient c(d->port());
+  const int64_t id = submit(c, alice_, R"({"name": "t1", "gpus": 1})");
+  ASSERT_GT(id, 0);
+  json job = wait_placed(c, id);
+  EXPECT_EQ(job["name"], "t1");
+  EXPECT_EQ(job["user"], "alice");
+  EXPECT_EQ(job["state"], "STARTING") << job.dump();
+  EXPECT_EQ(job["gpus"], 1);
+  EXPECT_EQ(job["gpu_ids"].size(), 1u);
+  EXPECT_EQ(job["gpu_type"], "H100");
+  EXPECT_TRUE(job["time_to_train_s"].is_null());
+
+  auto list = c.request("GET", "/api/v1/jobs?user=alice").json();
+  ASSERT_EQ(list["jobs"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["jobs"][0]["id"], id);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?user=bob").json()["jobs"].size(), 0u);
+
+  auto cancel = c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", alice_);
+  EXPECT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.json()["state"], "CANCELLED");
+  auto again = c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", alice_);
+  EXPECT_EQ(again.status, 409) << again.body;
+  EXPECT_EQ(again.json()["error"]["code"], "conflict");
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?state=CANCELLED").json()["jobs"].size(), 1u);
+}
+
+TEST_F(DaemonTest, HoldAndRelease) {
+  auto d = start();
+  HttpClient c(d->port());
+  const int64_t big = submit(c, alice_, R"({"gpus": 16})");
+  EXPECT_EQ(wait_placed(c, big)["state"], "STARTING");
+  const int64_t id = submit(c, alice_, R"({"gpus": 8})");
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  EXPECT_EQ(wait_placed(c, id)["state"], "PENDING");
+  EXPECT_EQ(c.request("POST", path + "/hold", "", alice_).json()["state"], "HELD");
+  EXPECT_EQ(c.request("POST", path + "/hold", "", alice_).status, 409);
+  EXPECT_EQ(c.request("POST", path + "/release", "", admin_).json()["state"], "PENDING");
+}
+
+TEST_F(DaemonTest, AuthErrors) {
+  auto d = start();
+  HttpClient c(d->port());
+  auto none = c.request("POST", "/api/v1/jobs", R"({"gpus": 1})");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.json()["error"]["code"], "unauthorized");
+  EXPECT_EQ(c.request("POST", "/api/v1/jobs", R"({"gpus": 1})", "ry_not_a_token").status, 401);
+  const int64_t id = submit(c, alice_, R"({"gpus": 1})");
+  auto other = c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", bob_);
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_EQ(other.json()["error"]["code"], "forbidden");
+  EXPECT_EQ(c.request("POST", "/api/v1/jobs", R"({"gpus": 1, "user": "alice"})", bob_).status, 403);
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/n1/drain", R"({"reason": "x"})", bob_).status, 403);
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/n1/drain", R"({"reason": "x"})").status, 401);
+
+  auto drain = c.request("POST", "/api/v1/nodes/n2/drain", R"({"reason": "bad fan"})", admin_);
+  EXPECT_EQ(drain.status, 200) << drain.body;
+  auto nodes = c.request("GET", "/api/v1/nodes").json()["nodes"];
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1]["health"], "drain");
+  EXPECT_EQ(nodes[1]["reason"], "bad fan");
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/n9/drain", "", admin_).status, 404);
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/n2/resume", "", admin_).status, 200);
+  EXPECT_EQ(c.request("GET", "/api/v1/nodes").json()["nodes"][1]["health"], "up");
+  // Admins may act on anyone's job.
+  EXPECT_EQ(c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", admin_).status, 200);
+}
+
+TEST_F(DaemonTest, BadRequestsAreAnsweredNotCrashedOn) {
+  auto d = start();
+  HttpClient c(d->port());
+  auto expect_400 = [&](const std::string& body, const std::string& needle) {
+    auto r = c.request("POST", "/api/v1/jobs", body, alice_);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    EXPECT_EQ(r.json()["error"]["code"], "invalid_argument") << r.body;
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find(needle), std::string::npos) << r.body;
+  };
+  expect_400(R"({"gpus": 1,)", "JSON");
+  expect_400(R"({"gpus": 1, "gpuz": 2})", "gpuz");
+  expect_400(R"({"gpus": -4})", "gpus");
+  expect_400(R"({"nodes": 1, "gpus_per_node": 9})", "gpus_per_node");
+  expect_400(R"([1, 2])", "");
+  auto huge = c.request("POST", "/api/v1/jobs", std::string(10 << 20, ' '), alice_);
+  EXPECT_EQ(huge.status, 413) << huge.body;
+  EXPECT_EQ(huge.json()["error"]["code"], "payload_too_large");
+  auto batch = c.request("POST", "/api/v1/jobs:batch",
+                         R"({"jobs": [{"gpus": 1}, {"gpus": 1, "qos": "urgent"}]})", alice_);
+  EXPECT_EQ(batch.status, 400);
+  EXPECT_NE(batch.body.find("jobs[1]"), std::string::npos) << batch.body;
+  // Hostile shapes: answered at once, without deep recursion or quadratic parsing.
+  std::string many = R"({"gpus": 1, "x": [)";
+  for (int i = 0; i < 200'000; ++i) many += "{},";
+  many += "{}]}";
+  expect_400(many, "arrays and objects");
+  auto deep =
+      c.request("POST", "/api/v1/jobs:batch", std::string(100'000, '[') + std::string(100'000, ']'), alice_);
+  EXPECT_EQ(deep.status, 400) << deep.body;
+  EXPECT_NE(deep.body.find("nested deeper"), std::string::npos) << deep.body;
+  EXPECT_EQ(c.request("GET", "/api/v1/nope").status, 404);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs/%FF%FE").status, 404);  // invalid UTF-8 echoed in the message
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?state=%C3%28").status, 400);
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/%FF/drain", "", admin_).status, 404);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs/12345").status, 404);
+  EXPECT_EQ(c.request("DELETE", "/api/v1/jobs", "", alice_).status, 405);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?limit=0").status, 400);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?state=SLEEPING").status, 400);
+  // Still alive and nothing was stored.
+  EXPECT_EQ(c.request("GET", "/api/v1/health").status, 200);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs").json()["jobs"].size(), 0u);
+}
+
+TEST_F(DaemonTest, SixteenGpusSpanBothNodes) {
+  auto d = start();
+  HttpClient c(d->port());
+  const int64_t id = submit(c, alice_, R"({"name": "wide", "gpus": 16})");
+  json job = wait_placed(c, id);
+  EXPECT_EQ(job["state"], "STARTING") << job.dump();
+  EXPECT_EQ(job["nodes"], json({"n1", "n2"}));
+  EXPECT_EQ(job["gpu_ids"].size(), 16u);
+  EXPECT_EQ(job["leaves_spanned"], 2);
+  EXPECT_EQ(job["min_leaves"], 2);
+  const int64_t next = submit(c, alice_, R"({"gpus": 1})");
+  json waiting = wait_placed(c, next);
+  EXPECT_EQ(waiting["state"], "PENDING");
+  EXPECT_NE(waiting["reason"].get<std::string>().find("resources"), std::string::npos) << waiting.dump();
+  auto metrics = c.request("GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("railyard_gpus_allocated 16"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("railyard_queue_length 1"), std::string::npos);
+  EXPECT_NE(metrics.body.find("railyard_submits_total 2"), std::string::npos);
+}
+
+TEST_F(DaemonTest, BatchAndPaging) {
+  auto d = start();
+  HttpClient c(d->port());
+  json jobs = json::array();
+  for (int i = 0; i < 250; ++i) jobs.push_back({{"name", "b" + std::to_string(i)}, {"gpus", 1}});
+  auto r = c.request("POST", "/api/v1/jobs:batch", json{{"jobs", jobs}}.dump(), bob_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  ASSERT_EQ(r.json()["ids"].size(), 250u);
+  std::set<int64_t> seen;
+  std::string after = "0";
+  for (int page = 0; page < 10; ++page) {
+    auto p = c.request("GET", "/api/v1/jobs?limit=100&user=bob&after=" + after).json();
+    for (auto& j : p["jobs"]) seen.insert(j["id"].get<int64_t>());
+    if (p["next_after"].is_null()) break;
+    after = std::to_string(p["next_after"].get<int64_t>());
+  }
+  EXPECT_EQ(seen.size(), 250u);
+  json too_many = json::array();
+  for (int i = 0; i < 10'001; ++i) too_many.push_back({{"gpus", 1}});
+  EXPECT_EQ(c.request("POST", "/api/v1/jobs:batch", json{{"jobs", too_many}}.dump(), bob_).status, 400);
+}
+
+TEST_F(DaemonTest, ReadRoutes) {
+  auto d = start();
+  HttpClient c(d->port());
+  EXPECT_EQ(c.request("GET", "/api/v1/health").json()["status"], "ok");
+  EXPECT_EQ(c.request("GET", "/api/v1/version").json()["api"], "v1");
+  auto topo = c.request("GET", "/api/v1/topology");
+  EXPECT_EQ(topo.status, 200);
+  EXPECT_EQ(topo.json()["name"], "two");
+  EXPECT_EQ(c.request("POST", "/api/v1/health", "", alice_).status, 405);
+}
+
+TEST_F(DaemonTest, PrivateModeClosesReads) {
+  auto d = start({"--private"});
+  HttpClient c(d->port());
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs").status, 401);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs", "", bob_).status, 200);
+}
+
+TEST_F(DaemonTest, ConfigFileKeysWithFlagsWinning) {
+  std::ofstream(dir_.file("conf.json")) << json{
+      {"listen", "127.0.0.1:1"},
+      {"db", db()},
+      {"cluster", dir_.file("two.json")},
+      {"private", true}}.dump();
+  DaemonProcess d(kBin, {"--config", dir_.file("conf.json"), "--listen", "127.0.0.1:0"});
+  ASSERT_GT(d.port(), 1);
+  HttpClient c(d.port());
+  EXPECT_EQ(c.request("GET", "/api/v1/nodes").status, 401);                           // private from the file
+  EXPECT_EQ(c.request("GET", "/api/v1/nodes", "", bob_).json()["nodes"].size(), 2u);  // cluster from the file
+}
+
+// kill -9 while submits are in flight: every acknowledged job is there after a restart, exactly once.
+TEST_F(DaemonTest, AcknowledgedSubmitsSurviveKill9) {
+  auto d = start();
+  std::atomic<int> acked{0};
+  std::vector<std::vector<int64_t>> ids(4);
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t)
+    clients.emplace_back([&, t] {
+      HttpClient c(d->port());
+      for (int i = 0; i < 100000; ++i) {
+        auto r = c.request("POST", "/api/v1/jobs", R"({"gpus": 1, "name": "k"})", alice_);
+        if (r.status != 201) return;
+        ids[static_cast<size_t>(t)].push_back(r.json()["id"].get<int64_t>());
+        ++acked;
+      }
+    });
+  while (acked < 200) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  d->stop(SIGKILL);
+  for (auto& t : clients) t.join();
+
+  auto again = start();
+  HttpClient c(again->port());
+  std::multiset<int64_t> stored;
+  std::string after = "0";
+  for (;;) {
+    auto p = c.request("GET", "/api/v1/jobs?limit=10000&after=" + after).json();
+    for (auto& j : p["jobs"]) stored.insert(j["id"].get<int64_t>());
+    if (p["next_after"].is_null()) break;
+    after = std::to_string(p["next_after"].get<int64_t>());
+  }
+  size_t total = 0;
+  for (auto& v : ids)
+    for (int64_t id : v) {
+      EXPECT_EQ(stored.count(id), 1u) << "acknowledged job " << id;
+      ++total;
+    }
+  EXPECT_GE(total, 200u);
+  EXPECT_GE(stored.size(), total);  // unacknowledged ones in the last commit may be there too
+  // New ids continue after the stored ones.
+  const int64_t next = submit(c, alice_, R"({"gpus": 1})");
+  EXPECT_GT(next, *stored.rbegin());
+}
+
+}  // namespace
+}  // namespace railyard::testing

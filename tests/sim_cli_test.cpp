@@ -1,0 +1,132 @@
+// `railyard sim` end to end through the real binary (RAILYARD_BIN): JSON fields, table, per-job CSV, bad rows
+// and exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CmdResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SimCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("railyard_sim_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  CmdResult run(const std::string& args) {
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string cmd = std::string(RAILYARD_BIN) + " sim " + args + " 2>" + err.string();
+    CmdResult r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = slurp(err);
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+constexpr const char* kTrace =
+    "job_id,submit_s,duration_s,num_gpus,user,status\n"
+    "a,0,100,8,vc1,unknown\n"
+    "b,10,200,16,vc2,unknown\n"
+    "c,20,50,1,vc1,unknown\n"
+    "d,30,400,32,vc2,unknown\n"
+    "e,40,30,4,vc1,unknown\n";
+
+TEST_F(SimCli, JsonHasEveryFieldForEveryPolicy) {
+  const fs::path trace = write("t.csv", kTrace);
+  CmdResult r = run("--nodes 4 --leaf-size 2 --trace " + trace.string() + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("wall_seconds"));
+  for (const char* policy : {"railyard", "first-fit", "fifo"}) {
+    ASSERT_TRUE(j["policies"].contains(policy)) << policy;
+    const auto& p = j["policies"][policy];
+    for (const char* key : {"jobs", "mean_wait_s", "median_wait_s", "p99_wait_s", "mean_jct_s", "p99_jct_s",
+                            "mean_bounded_slowdown", "makespan_s", "utilization", "min_span_share",
+                            "mean_comm_slowdown", "fragmentation", "preemptions", "skipped_rows"})
+      EXPECT_TRUE(p.contains(key)) << policy << " " << key;
+    EXPECT_EQ(p["jobs"], 5);
+    EXPECT_EQ(p["skipped_rows"], 0);
+    EXPECT_GT(p["utilization"].get<double>(), 0);
+  }
+}
+
+TEST_F(SimCli, TableAndJobsCsv) {
+  const fs::path trace = write("t.csv", kTrace);
+  const fs::path jobs = dir_ / "jobs.csv";
+  CmdResult r = run("--preset dgx-h100-superpod --sus 1 --trace " + trace.string() +
+                    " --policy railyard,fifo --jobs-out " + jobs.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("railyard"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fifo"), std::string::npos);
+  EXPECT_EQ(r.out.find("first-fit"), std::string::npos);
+  EXPECT_NE(r.out.find("mean comm slowdown"), std::string::npos);
+  std::istringstream csv(slurp(jobs));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "job_id,policy,submit_s,start_s,end_s,gpus,nodes,leaves_spanned,min_leaves,comm_slowdown");
+  int rows = 0;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, 10);
+}
+
+TEST_F(SimCli, BadRowsSkippedWithLineNumbersOrStopWithExit2) {
+  const fs::path trace =
+      write("bad.csv", std::string(kTrace) + "f,50,-1,1,vc1,x\ng,60,10,0,vc1,x\nh,70,10,999,vc1,x\n");
+  CmdResult skip = run("--nodes 4 --leaf-size 2 --trace " + trace.string() + " --json --policy railyard");
+  ASSERT_EQ(skip.code, 0) << skip.err;
+  EXPECT_NE(skip.err.find("line 7"), std::string::npos) << skip.err;
+  EXPECT_NE(skip.err.find("line 8"), std::string::npos);
+  EXPECT_NE(skip.err.find("line 9"), std::string::npos);
+  EXPECT_NE(skip.err.find("skipped 3 bad rows"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(skip.out)["policies"]["railyard"]["skipped_rows"], 3);
+  CmdResult stop = run("--nodes 4 --leaf-size 2 --trace " + trace.string() + " --on-bad-row stop");
+  EXPECT_EQ(stop.code, 2);
+  EXPECT_NE(stop.err.find("line 7"), std::string::npos) << stop.err;
+}
+
+TEST_F(SimCli, UnreadableTraceAndBadUsageExit2) {
+  CmdResult missing = run("--nodes 4 --trace " + (dir_ / "nope.csv").string());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("nope.csv"), std::string::npos) << missing.err;
+  const fs::path trace = write("t.csv", kTrace);
+  EXPECT_EQ(run("--trace " + trace.string()).code, 2);  // no cluster
+  EXPECT_EQ(run("--nodes 4 --trace " + trace.string() + " --policy lottery").code, 2);
+}
+
+}  // namespace

@@ -1,0 +1,207 @@
+// The simulator driving the real core on small hand-made traces with exactly known outcomes.
+// Cluster: a 4-node DGX H100 fat tree, 2 nodes per leaf (32 GPUs, 2 leaves). Unless a test is about the
+// communication model, its shares are 0 so run time == trace duration.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "scheduler/sim/report.hpp"
+#include "scheduler/sim/simulator.hpp"
+#include "topology/cost.hpp"
+#include "topology/generator.hpp"
+
+namespace railyard::sim {
+namespace {
+
+topology::Cluster small_cluster() {
+  topology::FatTreeSpec spec;
+  spec.nodes = 4;
+  spec.leaf_size = 2;
+  auto c = topology::generate_fat_tree(spec);
+  EXPECT_TRUE(c) << c.error().message;
+  return std::move(c).value();
+}
+
+TraceJob job(std::string id, double submit, double duration, int gpus, std::string user = "u") {
+  return {std::move(id), submit, duration, gpus, std::move(user), 0};
+}
+
+SimOptions no_comm() {
+  SimOptions o;
+  o.comm.share_in_node = 0;
+  o.comm.share_multi_node = 0;
+  return o;
+}
+
+PolicySpec policy(const std::string& name) {
+  auto p = policy_by_name(name);
+  EXPECT_TRUE(p);
+  return std::move(p).value();
+}
+
+struct Times {
+  int64_t start, end;
+  bool operator==(const Times&) const = default;
+};
+std::ostream& operator<<(std::ostream& o, const Times& t) {
+  return o << "[" << t.start << ", " << t.end << ")";
+}
+
+std::map<std::string, Times> times(const SimResult& r, const std::vector<TraceJob>& trace) {
+  std::map<std::string, Times> out;
+  for (size_t i = 0; i < trace.size(); ++i) out[trace[i].job_id] = {r.jobs[i].first_start, r.jobs[i].end};
+  return out;
+}
+
+TEST(Simulator, EqualJobsRunInArrivalOrder) {
+  const auto cluster = small_cluster();
+  const std::vector<TraceJob> trace = {job("a", 0, 100, 32), job("b", 1, 100, 32), job("c", 2, 100, 32)};
+  for (const std::string name : {"fifo", "railyard", "first-fit"}) {
+    auto t = times(simulate(cluster, trace, policy(name), no_comm()), trace);
+    EXPECT_EQ(t["a"], (Times{0, 100})) << name;
+    EXPECT_EQ(t["b"], (Times{100, 200})) << name;
+    EXPECT_EQ(t["c"], (Times{200, 300})) << name;
+  }
+}
+
+TEST(Simulator, ShortSmallJobBackfillsWithoutDelayingTheBlockedBigOne) {
+  const auto cluster = small_cluster();
+  // a holds 24 GPUs until 100; b needs all 32 and is reserved for 100; c (8 GPUs, ends at 52) fits in the
+  // hole before the reservation; d (8 GPUs, 200 s) would delay b, so it waits for b to finish.
+  const std::vector<TraceJob> trace = {job("a", 0, 100, 24), job("b", 1, 100, 32), job("c", 2, 50, 8),
+                                       job("d", 3, 200, 8)};
+  auto t = times(simulate(cluster, trace, policy("railyard"), no_comm()), trace);
+  EXPECT_EQ(t["a"], (Times{0, 100}));
+  EXPECT_EQ(t["c"], (Times{2, 52}));
+  EXPECT_EQ(t["b"], (Times{100, 200}));
+  EXPECT_EQ(t["d"], (Times{200, 400}));
+  // Without backfill c waits behind b.
+  auto f = times(simulate(cluster, trace, policy("fifo"), no_comm()), trace);
+  EXPECT_EQ(f["b"], (Times{100, 200}));
+  EXPECT_EQ(f["c"], (Times{200, 250}));
+  EXPECT_EQ(f["d"], (Times{200, 400}));
+}
+
+TEST(Simulator, JobWaitsUntilEnoughGpusAreFree) {
+  const auto cluster = small_cluster();
+  const std::vector<TraceJob> trace = {job("big", 0, 100, 32), job("small", 5, 10, 8)};
+  const SimResult r = simulate(cluster, trace, policy("railyard"), no_comm());
+  auto t = times(r, trace);
+  EXPECT_EQ(t["small"], (Times{100, 110}));
+  const PolicyReport p = summarize(r, 0);
+  EXPECT_DOUBLE_EQ(p.mean_wait_s, 47.5);  // (0 + 95) / 2
+  EXPECT_DOUBLE_EQ(p.makespan_s, 110);
+  EXPECT_DOUBLE_EQ(p.utilization, (32.0 * 100 + 8 * 10) / (32.0 * 110));
+  // From 5 to 100 the 8-GPU job waits with 0 free GPUs: no fragmentation; free GPUs otherwise have no
+  // waiting job.
+  EXPECT_DOUBLE_EQ(p.fragmentation, 0);
+}
+
+TEST(Simulator, PassIntervalBatchesArrivals) {
+  const auto cluster = small_cluster();
+  const std::vector<TraceJob> trace = {job("a", 1, 100, 8), job("b", 3, 100, 8)};
+  SimOptions o = no_comm();
+  o.pass_interval_s = 10;
+  const SimResult r = simulate(cluster, trace, policy("railyard"), o);
+  auto t = times(r, trace);
+  EXPECT_EQ(t["a"], (Times{1, 101}));
+  EXPECT_EQ(t["b"], (Times{11, 111}));
+  EXPECT_EQ(r.passes, 2);  // 1 and 11; at 101 and 111 nothing waits, so no pass runs
+}
+
+TEST(Simulator, CompactPlacementHasNoSlowdownAndModelStretchesBadOnes) {
+  const auto cluster = small_cluster();
+  const std::vector<TraceJob> trace = {job("two-nodes", 0, 1000, 16)};
+  const SimResult r = simulate(cluster, trace, policy("railyard"), SimOptions{});
+  EXPECT_DOUBLE_EQ(r.jobs[0].comm_slowdown, 1.0);
+  EXPECT_EQ(r.jobs[0].run_s, 1000);
+  EXPECT_EQ(r.jobs[0].nodes, 2);
+  EXPECT_EQ(r.jobs[0].leaves_spanned, 1);
+  EXPECT_EQ(r.jobs[0].min_leaves, 1);
+
+  CommModel m(cluster, CommParams{});
+  const double ideal = m.ideal_seconds(16);
+  EXPECT_GT(ideal, 0);
+  EXPECT_DOUBLE_EQ(m.stretch(16, ideal), 1.0);
+  EXPECT_DOUBLE_EQ(m.stretch(16, 2 * ideal), 0.7 + 0.3 * 2);
+  EXPECT_DOUBLE_EQ(m.stretch(16, 100 * ideal), 0.7 + 0.3 * 4);  // clamped at max_ratio
+  EXPECT_DOUBLE_EQ(m.stretch(16, 0.5 * ideal), 1.0);            // never faster than ideal
+  EXPECT_DOUBLE_EQ(m.stretch(1, 123), 1.0);
+  EXPECT_DOUBLE_EQ(m.allowance(4), 0.9 + 0.1 * 4);
+  // Two nodes on two leaves cost more than two nodes under one leaf.
+  const std::vector<topology::GpuId> split =
+      topology::gpus_of_nodes(cluster, std::vector<topology::NodeId>{1, 2});
+  EXPECT_GT(m.stretch(16, topology::estimate_allreduce(cluster, split, 1e9).seconds), 1.0);
+}
+
+std::vector<TraceJob> random_trace(int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  const int sizes[] = {1, 1, 1, 2, 4, 8, 8, 16, 24, 32};
+  std::vector<TraceJob> out;
+  double t = 0;
+  for (int i = 0; i < n; ++i) {
+    t += static_cast<double>(rng() % 60);
+    out.push_back(job("j" + std::to_string(i), t, 1 + static_cast<double>(rng() % 500), sizes[rng() % 10],
+                      "vc" + std::to_string(rng() % 3)));
+  }
+  return out;
+}
+
+TEST(Simulator, ConservationOnARandomTrace) {
+  const unsigned seed = 20240601;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto cluster = small_cluster();
+  const auto trace = random_trace(300, seed);
+  for (const std::string& name : policy_names()) {
+    const SimResult r = simulate(cluster, trace, policy(name), SimOptions{});
+    EXPECT_EQ(r.plan_conflicts, 0) << name;
+    EXPECT_EQ(r.unfinished + r.rejected, 0) << name;
+    double gpu_s = 0;
+    std::vector<std::pair<int64_t, int>> deltas;  // GPUs in use over time never exceed the cluster
+    for (size_t i = 0; i < trace.size(); ++i) {
+      const JobResult& j = r.jobs[i];
+      ASSERT_GE(j.first_start, j.submit) << name << " " << trace[i].job_id;
+      ASSERT_GT(j.end, j.first_start);
+      EXPECT_EQ(j.preemptions, 0);
+      // One start, one end: the run is exactly the stretched duration.
+      EXPECT_EQ(j.run_s, j.end - j.first_start);
+      EXPECT_EQ(j.run_s, static_cast<int64_t>(std::ceil(trace[i].duration_s * j.comm_slowdown - 1e-9)));
+      gpu_s += static_cast<double>(j.run_s) * j.gpus;
+      deltas.push_back({j.first_start, j.gpus});
+      deltas.push_back({j.end, -j.gpus});
+    }
+    EXPECT_DOUBLE_EQ(r.busy_gpu_s, gpu_s) << name;
+    std::sort(deltas.begin(), deltas.end());  // ends (negative) before starts at one time
+    int in_use = 0;
+    for (auto [time, d] : deltas) {
+      in_use += d;
+      ASSERT_LE(in_use, cluster.gpu_count()) << name << " at " << time;
+    }
+  }
+}
+
+TEST(Simulator, TwoRunsGiveIdenticalResults) {
+  const auto cluster = small_cluster();
+  const auto trace = random_trace(200, 7);
+  for (const std::string& name : policy_names()) {
+    const SimResult a = simulate(cluster, trace, policy(name), SimOptions{});
+    const SimResult b = simulate(cluster, trace, policy(name), SimOptions{});
+    ASSERT_EQ(a.jobs.size(), b.jobs.size());
+    for (size_t i = 0; i < a.jobs.size(); ++i) {
+      EXPECT_EQ(a.jobs[i].first_start, b.jobs[i].first_start) << name << " " << i;
+      EXPECT_EQ(a.jobs[i].end, b.jobs[i].end);
+      EXPECT_EQ(a.jobs[i].nodes, b.jobs[i].nodes);
+      EXPECT_EQ(a.jobs[i].leaves_spanned, b.jobs[i].leaves_spanned);
+      EXPECT_EQ(a.jobs[i].comm_slowdown, b.jobs[i].comm_slowdown);
+    }
+    EXPECT_EQ(a.passes, b.passes);
+    EXPECT_EQ(a.busy_gpu_s, b.busy_gpu_s);
+  }
+}
+
+TEST(Simulator, UnknownPolicyIsAnError) { EXPECT_FALSE(policy_by_name("lottery")); }
+
+}  // namespace
+}  // namespace railyard::sim

@@ -1,0 +1,146 @@
+// Trace reading and report arithmetic of the simulator (scheduler/sim).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "scheduler/sim/report.hpp"
+#include "scheduler/sim/trace.hpp"
+
+namespace railyard::sim {
+namespace {
+
+constexpr const char* kHeader = "job_id,submit_s,duration_s,num_gpus,user,status\n";
+
+Result<Trace> read(const std::string& body, TraceOptions o = {}) {
+  std::istringstream in(kHeader + body);
+  return read_trace(in, o);
+}
+
+TEST(SimTrace, ReadsRowsAndSortsBySubmitThenFileOrder) {
+  auto t = read("b,20,100,2,vc1,unknown\na,10,50.5,1,vc2,unknown\nc,10,7,8,vc1,\n");
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->jobs.size(), 3u);
+  EXPECT_EQ(t->jobs[0].job_id, "a");
+  EXPECT_EQ(t->jobs[1].job_id, "c");
+  EXPECT_EQ(t->jobs[2].job_id, "b");
+  EXPECT_DOUBLE_EQ(t->jobs[0].duration_s, 50.5);
+  EXPECT_EQ(t->jobs[0].line, 3);
+  EXPECT_EQ(t->jobs[1].user, "vc1");
+  EXPECT_EQ(t->skipped_rows, 0);
+}
+
+TEST(SimTrace, ScaleLoadLimitAndUserFilter) {
+  TraceOptions o;
+  o.scale_gpus = 8;
+  o.load = 2;
+  o.user = "vc1";
+  o.limit = 2;
+  auto t = read("a,10,5,1,vc1,x\nb,20,5,2,vc2,x\nc,30,5,4,vc1,x\nd,40,5,1,vc1,x\n", o);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].job_id, "a");
+  EXPECT_DOUBLE_EQ(t->jobs[0].submit_s, 5);
+  EXPECT_EQ(t->jobs[0].gpus, 8);
+  EXPECT_EQ(t->jobs[1].job_id, "c");
+  EXPECT_DOUBLE_EQ(t->jobs[1].submit_s, 15);
+  EXPECT_EQ(t->jobs[1].gpus, 32);
+}
+
+TEST(SimTrace, BadRowsAreNamedByLineAndSkipped) {
+  TraceOptions o;
+  o.max_gpus = 32;
+  auto t = read(
+      "ok1,0,10,1,u,x\n"
+      "neg,0,-5,1,u,x\n"
+      "zero,0,10,0,u,x\n"
+      "text,abc,10,1,u,x\n"
+      "huge,0,10,64,u,x\n"
+      "short,0,10\n"
+      "ok2,1,10,32,u,x\n",
+      o);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->skipped_rows, 5);
+  ASSERT_EQ(t->problems.size(), 5u);
+  EXPECT_NE(t->problems[0].find("line 3"), std::string::npos) << t->problems[0];
+  EXPECT_NE(t->problems[0].find("duration_s is negative"), std::string::npos);
+  EXPECT_NE(t->problems[1].find("line 4"), std::string::npos);
+  EXPECT_NE(t->problems[1].find("num_gpus"), std::string::npos);
+  EXPECT_NE(t->problems[2].find("line 5"), std::string::npos);
+  EXPECT_NE(t->problems[2].find("not a number"), std::string::npos);
+  EXPECT_NE(t->problems[3].find("line 6"), std::string::npos);
+  EXPECT_NE(t->problems[3].find("64 GPUs"), std::string::npos);
+  EXPECT_NE(t->problems[4].find("line 7"), std::string::npos);
+}
+
+TEST(SimTrace, StopOnBadRowIsAnErrorNamingTheLine) {
+  TraceOptions o;
+  o.stop_on_bad_row = true;
+  auto t = read("ok,0,10,1,u,x\nbad,0,10,0,u,x\n", o);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(t.error().message.find("line 3"), std::string::npos) << t.error().message;
+}
+
+TEST(SimTrace, MissingHeaderEmptyAndUnreadableFile) {
+  std::istringstream no_header("a,0,10,1,u,x\n");
+  EXPECT_FALSE(read_trace(no_header, {}));
+  std::istringstream empty("");
+  EXPECT_FALSE(read_trace(empty, {}));
+  auto missing = load_trace_file("/nonexistent/trace.csv", {});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("/nonexistent/trace.csv"), std::string::npos);
+  TraceOptions bad_load;
+  bad_load.load = 0;
+  EXPECT_FALSE(read("a,0,10,1,u,x\n", bad_load));
+}
+
+TEST(SimReport, PercentileInterpolates) {
+  std::vector<double> v = {4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(percentile(v, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.0), 1);
+  EXPECT_DOUBLE_EQ(percentile(v, 1.0), 4);
+  std::vector<double> none;
+  EXPECT_DOUBLE_EQ(percentile(none, 0.99), 0);
+}
+
+TEST(SimReport, SummarizeComputesDefinedMetrics) {
+  SimResult r;
+  r.policy = "p";
+  r.cluster_gpus = 16;
+  r.first_submit = 0;
+  r.last_end = 100;
+  r.busy_gpu_s = 800;
+  r.free_gpu_s = 800;
+  r.fragmented_gpu_s = 200;
+  JobResult a;  // waited 10, ran 50 on 2 nodes spanning 2 leaves where 1 would do
+  a.submit = 0, a.first_start = 10, a.end = 60, a.gpus = 16, a.nodes = 2, a.leaves_spanned = 2,
+  a.min_leaves = 1;
+  a.duration_s = 40, a.comm_slowdown = 1.25;
+  JobResult b;  // 1-second job: bounded slowdown uses the 10 s floor
+  b.submit = 50, b.first_start = 50, b.end = 51, b.gpus = 1, b.nodes = 1, b.duration_s = 1;
+  r.jobs = {a, b};
+  PolicyReport p = summarize(r, 3);
+  EXPECT_EQ(p.jobs, 2);
+  EXPECT_EQ(p.finished, 2);
+  EXPECT_DOUBLE_EQ(p.mean_wait_s, 5);
+  EXPECT_DOUBLE_EQ(p.median_wait_s, 5);
+  EXPECT_DOUBLE_EQ(p.mean_jct_s, 30.5);
+  EXPECT_DOUBLE_EQ(p.mean_bounded_slowdown, (60.0 / 40.0 + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(p.utilization, 0.5);
+  EXPECT_DOUBLE_EQ(p.fragmentation, 0.25);
+  EXPECT_EQ(p.multi_node_jobs, 1);
+  EXPECT_DOUBLE_EQ(p.min_span_share, 0);
+  EXPECT_DOUBLE_EQ(p.mean_extra_leaves, 1);
+  EXPECT_DOUBLE_EQ(p.mean_comm_slowdown, 1.125);
+  EXPECT_EQ(p.skipped_rows, 3);
+  auto j = to_json({p}, 1.5);
+  for (const char* key : {"jobs", "mean_wait_s", "median_wait_s", "p99_wait_s", "mean_jct_s", "p99_jct_s",
+                          "mean_bounded_slowdown", "makespan_s", "utilization", "min_span_share",
+                          "mean_comm_slowdown", "fragmentation", "preemptions", "skipped_rows"})
+    EXPECT_TRUE(j["policies"]["p"].contains(key)) << key;
+  EXPECT_DOUBLE_EQ(j["wall_seconds"].get<double>(), 1.5);
+}
+
+}  // namespace
+}  // namespace railyard::sim
