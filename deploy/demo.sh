@@ -17,6 +17,6 @@ echo
 trace=../shared/traces/philly_gavel.csv
 if [ -f "$trace" ] && "$bin" sim --help >/dev/null 2>&1; then
   echo
-  "$bin" sim --cluster "$out/h100-4su.json" --trace "$trace" --user 0e4a51 --limit 2000 --scale-gpus 8 \
+  "$bin" sim --cluster "$out/h100-4su.json" --trace "$trace" --user 6c71a0 --limit 2000 --scale-gpus 8 \
     --policy railyard,first-fit,fifo
 fi
