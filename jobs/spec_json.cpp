@@ -290,7 +290,6 @@ Result<JobSpec> read_spec(const json& j) {
   return spec;
 }
 
-struct TooDeep {};
 
 // Strips nlohmann's "[json.exception.parse_error.101] " prefix.
 std::string json_error_text(const char* what) {
@@ -309,35 +308,72 @@ Result<JobSpec> parse_job_spec(const nlohmann::json& j) {
   }
 }
 
+namespace {
+
+// Nesting depth of JSON text, counted over brackets outside strings: one linear pass, so over-deep input is
+// refused before the parser recurses into it.
+int text_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// The DOM builder, plus a check that no object repeats a key. (nlohmann's callback parser does the same in
+// quadratic time on long arrays of objects; SAX stays linear.)
+class DuplicateKeyParser : public nlohmann::detail::json_sax_dom_parser<json> {
+ public:
+  explicit DuplicateKeyParser(json& out) : json_sax_dom_parser(out, true) {}
+  bool start_object(std::size_t n) {
+    keys_.emplace_back();
+    return json_sax_dom_parser::start_object(n);
+  }
+  bool end_object() {
+    if (!keys_.empty()) keys_.pop_back();
+    return json_sax_dom_parser::end_object();
+  }
+  bool key(json::string_t& k) {
+    if (!keys_.empty() && !keys_.back().insert(k).second && duplicate_.empty()) duplicate_ = k;
+    return json_sax_dom_parser::key(k);
+  }
+  const std::string& duplicate() const { return duplicate_; }
+
+ private:
+  std::vector<std::set<std::string>> keys_;
+  std::string duplicate_;
+};
+
+}  // namespace
+
 Result<JobSpec> parse_job_spec_text(std::string_view text) {
   if (text.size() > kMaxSpecTextBytes)
     return invalid("job spec: " + std::to_string(text.size()) + " bytes; at most " +
                    std::to_string(kMaxSpecTextBytes) + " allowed");
-  std::vector<std::set<std::string>> keys;  // one set per open object
-  std::string duplicate;
-  auto watch = [&](int depth, json::parse_event_t ev, json& parsed) {
-    if ((ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      throw TooDeep{};
-    if (ev == json::parse_event_t::object_start) keys.emplace_back();
-    if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (ev == json::parse_event_t::key && !keys.empty() &&
-        !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end(), watch);
-  } catch (const TooDeep&) {
+  if (text_depth(text) > kMaxJsonDepth)
     return invalid("job spec: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  json j;
+  DuplicateKeyParser sax(j);
+  try {
+    json::sax_parse(text.begin(), text.end(), &sax);
   } catch (const json::exception& e) {
     return invalid("invalid JSON: " + json_error_text(e.what()));
   } catch (const std::exception& e) {
     return internal_error(std::string("job spec: ") + e.what());
   }
-  if (!duplicate.empty())
-    return invalid("duplicate key " + in_quotes(duplicate) + " (each field may appear once)");
+  if (!sax.duplicate().empty())
+    return invalid("duplicate key " + in_quotes(sax.duplicate()) + " (each field may appear once)");
   return parse_job_spec(j);
 }
 
