@@ -310,9 +310,9 @@ Result<JobSpec> parse_job_spec(const nlohmann::json& j) {
 
 namespace {
 
-// Nesting depth of JSON text, counted over brackets outside strings: one linear pass, so over-deep input is
-// refused before the parser recurses into it.
-int text_depth(std::string_view text) {
+}  // namespace
+
+int json_text_depth(std::string_view text) {
   int depth = 0, deepest = 0;
   bool in_string = false, escaped = false;
   for (char c : text) {
@@ -330,6 +330,8 @@ int text_depth(std::string_view text) {
   }
   return deepest;
 }
+
+namespace {
 
 // The DOM builder, plus a check that no object repeats a key. (nlohmann's callback parser does the same in
 // quadratic time on long arrays of objects; SAX stays linear.)
@@ -361,7 +363,7 @@ Result<JobSpec> parse_job_spec_text(std::string_view text) {
   if (text.size() > kMaxSpecTextBytes)
     return invalid("job spec: " + std::to_string(text.size()) + " bytes; at most " +
                    std::to_string(kMaxSpecTextBytes) + " allowed");
-  if (text_depth(text) > kMaxJsonDepth)
+  if (json_text_depth(text) > kMaxJsonDepth)
     return invalid("job spec: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json j;
   DuplicateKeyParser sax(j);

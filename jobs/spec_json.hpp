@@ -34,4 +34,8 @@ nlohmann::json to_json(const JobSpec& spec);
 // The top-level field names parse_job_spec accepts.
 std::span<const std::string_view> job_spec_fields();
 
+// Nesting depth of JSON text, counted over brackets outside strings in one linear pass, so over-deep input
+// is refused before a parser recurses into it.
+int json_text_depth(std::string_view text);
+
 }  // namespace railyard::jobs

@@ -60,43 +60,9 @@ HttpResponse method_not_allowed(const char* allow) {
 
 HttpResponse not_found_route() { return error_response(404, "not_found", "no such route"); }
 
-// Nesting depth and container count of JSON text; strings are skipped. A scan rather than a parser
-// callback: nlohmann's callback parser is quadratic in the number of objects in one array, so bodies headed
-// for it (jobs::parse_job_spec_text) are first checked to hold few containers.
-struct JsonShape {
-  int depth = 0;
-  size_t containers = 0;
-};
-
-JsonShape json_shape(std::string_view text) {
-  JsonShape shape;
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '{' || ch == '[') {
-      shape.depth = std::max(shape.depth, ++depth);
-      ++shape.containers;
-    } else if (ch == '}' || ch == ']') {
-      --depth;
-    }
-  }
-  return shape;
-}
-
-constexpr size_t kMaxSpecContainers = 1000;  // a real spec has a handful (command, env, features, target)
-
 // Parses a request body, refusing nesting deeper than `max_depth` before it costs anything.
 std::optional<json> parse_body(const std::string& text, int max_depth, std::string& error) {
-  if (json_shape(text).depth > max_depth) {
+  if (jobs::json_text_depth(text) > max_depth) {
     error = "request body: nested deeper than " + std::to_string(max_depth) + " levels";
     return std::nullopt;
   }
@@ -275,10 +241,6 @@ void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batc
     return true;
   };
   if (!batch) {
-    if (json_shape(req.body).containers > kMaxSpecContainers)
-      return reply(error_response(
-          400, "invalid_argument",
-          "job spec: more than " + std::to_string(kMaxSpecContainers) + " arrays and objects"));
     if (!add(jobs::parse_job_spec_text(req.body), "")) return;
   } else {
     std::string error;
