@@ -5,6 +5,8 @@
 // failure by calling fail() (cli_util.hpp), which ends the command with the exit code of the error kind.
 #pragma once
 
+#include <string>
+
 namespace CLI {
 class App;
 }
@@ -15,5 +17,13 @@ namespace railyard::cli {
 void add_topo_commands(CLI::App& app);
 // railyard sim (sim_cmd.cpp).
 void add_sim_commands(CLI::App& app);
+// railyard submit, queue, show, cancel, hold, release, history, logs, watch (job_*.cpp).
+void add_job_commands(CLI::App& app);
+// railyard nodes, drain, resume, node remove, token create (node_cmds.cpp).
+void add_node_commands(CLI::App& app);
+// railyard up, down (up_cmd.cpp, local_cluster.cpp).
+void add_local_cluster_commands(CLI::App& app);
+// `railyard topo show --url URL`: the live cluster with occupancy (topo_live.cpp).
+void show_live_topology(const std::string& url, bool json);
 
 }  // namespace railyard::cli

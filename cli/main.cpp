@@ -1,5 +1,6 @@
 // The `railyard` command. Each command group registers itself (commands.hpp); this file only wires them
-// and turns errors into exit codes: 0 success, 2 bad input or usage, 3 not found, 1 internal.
+// and turns errors into exit codes: 0 success, 1 failure (internal, I/O, scheduler unreachable),
+// 2 bad input or usage, 3 not found or not allowed.
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -10,6 +11,21 @@
 int main(int argc, char** argv) {
   CLI::App app{"Railyard: a topology-aware GPU cluster scheduler", "railyard"};
   app.require_subcommand(1);
+  app.footer(R"(Server commands find the scheduler by --url/--token, else RAILYARD_URL/RAILYARD_TOKEN, else
+~/.config/railyard/config (lines `url = ...`, `token = ...`; $XDG_CONFIG_HOME is respected), else
+http://127.0.0.1:8600. `railyard up` starts a local cluster and writes that file.
+
+Exit codes: 0 ok; 1 failure (scheduler unreachable, job failed, internal error); 2 usage or bad input;
+3 not found or not allowed. `submit --wait` exits with the job's own exit code.
+
+Examples:
+  railyard up --nodes 4 --profile dgx-h100
+  railyard submit --gpus 8 --launcher env -- railyard-train --target-accuracy 0.95
+  railyard queue; railyard logs 1 -f; railyard show 1; railyard down
+Run `railyard COMMAND --help` for each command's options and examples.)");
+  railyard::cli::add_job_commands(app);
+  railyard::cli::add_node_commands(app);
+  railyard::cli::add_local_cluster_commands(app);
   railyard::cli::add_topo_commands(app);
   railyard::cli::add_sim_commands(app);
   try {

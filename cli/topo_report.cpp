@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cli/cli_util.hpp"
+#include "cli/commands.hpp"
 #include "cli/topo_cmd.hpp"
 #include "common/hostlist.hpp"
 #include "topology/cost.hpp"
@@ -115,6 +116,7 @@ Json show_json(const Cluster& c) {
 
 struct ShowOptions {
   std::string file;
+  std::string url;
   bool json = false;
   std::string profile = "dgx-h100";
 };
@@ -124,11 +126,14 @@ struct ShowOptions {
 void add_show_command(CLI::App& topo) {
   auto o = std::make_shared<ShowOptions>();
   auto* cmd = topo.add_subcommand("show", "Print a cluster file as a tree of switch groups and nodes");
-  cmd->add_option("file", o->file, "Cluster file, JSON or topology.conf (detected)")->required();
+  cmd->add_option("file", o->file, "Cluster file, JSON or topology.conf (detected)");
+  cmd->add_option("--url", o->url, "Instead of a file: the live cluster of this scheduler, with occupancy");
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_option("--profile", o->profile, "Profile of topology.conf nodes without one")
       ->capture_default_str();
   cmd->callback([o] {
+    if (!o->url.empty()) return show_live_topology(o->url, o->json);
+    if (o->file.empty()) fail_usage("give a cluster file, or --url for the live cluster");
     Cluster c = load_or_fail(o->file, o->profile);
     if (o->json) {
       std::cout << show_json(c).dump(2) << std::endl;

@@ -116,10 +116,11 @@ std::string compress_hostlist(const std::vector<std::string>& names) {
     }
     // Gather further runs with the same prefix and width into one bracket group.
     std::string group;
+    const size_t width = digits.size();  // (clang 14 cannot capture structured bindings)
     auto add_run = [&](long lo, long hi) {
       if (!group.empty()) group += ',';
-      group += pad(lo, digits.size());
-      if (hi > lo) group += "-" + pad(hi, digits.size());
+      group += pad(lo, width);
+      if (hi > lo) group += "-" + pad(hi, width);
     };
     if (j - i == 1 && (digits.empty() || digits.size() >= 18 || j >= names.size() || split_digits(names[j]).first != prefix)) {
       if (!out.empty()) out += ',';

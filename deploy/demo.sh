@@ -1,22 +1,42 @@
 #!/usr/bin/env bash
-# Builds Railyard (Release) and runs the main job of this stage: generate a reference DGX H100 SuperPOD,
-# print its topology and a placement-cost table, then replay a slice of the Philly trace on it with the
-# topology-aware and the first-fit policy side by side.
+# Builds Railyard (Release) and the dashboard, then runs the main job: a local cluster on 127.0.0.1 (a
+# scheduler and 4 agents emulating DGX H100 nodes), a real 2-node data-parallel training job over Open MPI
+# launched through the agents, its time-to-train, and the dashboard left up. Then a trace replay on a
+# 4-SU SuperPOD under three policies. `railyard down` (printed at the end) stops the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/bootstrap.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
-bin=build/release/cli/railyard
-out=${RAILYARD_DEMO_DIR:-build/demo}
-mkdir -p "$out"
-"$bin" topo generate --preset dgx-h100-superpod --sus 4 -o "$out/h100-4su.json"
-"$bin" topo show "$out/h100-4su.json"
+bash web/build.sh
+bin=build/release/cli
+export PATH="$PWD/$bin:$PWD/build/release/scheduler:$PWD/build/release/agent:$PWD/build/release/jobs/workloads:$PATH"
+state=${RAILYARD_DEMO_DIR:-$PWD/build/demo}
+mkdir -p "$state"
+
+railyard down --state-dir "$state/cluster" >/dev/null 2>&1 || true
+eval "$(railyard up --nodes 4 --profile dgx-h100 --state-dir "$state/cluster" --port "${RAILYARD_PORT:-8600}")"
+railyard nodes
 echo
-"$bin" topo table "$out/h100-4su.json"
+echo "== a 2-node x 2-GPU MPI training job to 95 % accuracy on the digits data set"
+rc=0
+id=$(railyard submit --wait --name digits-2n --nodes 2 --gpus-per-node 2 --launcher mpi \
+  --target accuracy=0.95 --time 10m -- railyard-train --target-accuracy 0.95) || rc=$?
+echo "job $id ended with exit code $rc"
+railyard queue --all
+echo
+railyard show "$id"
+echo
+railyard logs "$id" | grep -E 'eval_accuracy|run_stop' | tail -3 || true
+
 trace=../shared/traces/philly_gavel.csv
-if [ -f "$trace" ] && "$bin" sim --help >/dev/null 2>&1; then
+if [ -f "$trace" ]; then
   echo
-  "$bin" sim --cluster "$out/h100-4su.json" --trace "$trace" --user 6c71a0 --limit 2000 --scale-gpus 8 \
+  echo "== the same scheduling core on a virtual clock: a Philly trace slice on a 4-SU DGX H100 SuperPOD"
+  railyard topo generate --preset dgx-h100-superpod --sus 4 -o "$state/h100-4su.json"
+  railyard sim --cluster "$state/h100-4su.json" --trace "$trace" --user 6c71a0 --limit 2000 --scale-gpus 8 \
     --policy railyard,first-fit,fifo
 fi
+echo
+echo "Dashboard: $RAILYARD_URL/   (admin token: $RAILYARD_TOKEN)"
+echo "The cluster keeps running; stop it with: $PWD/$bin/railyard down --state-dir $state/cluster"

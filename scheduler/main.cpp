@@ -1,22 +1,30 @@
 // railyard-scheduler: the central controller (issue 5, first slice).
 //
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
-//                      [--config FILE]
+//                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--heartbeat-timeout S]
+//                      [--reconcile-grace S]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin]
 //
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
-// scheduling loop; the Router (api/router) maps requests onto the Service.
+// scheduling loop; the Router (api/router) maps requests onto the Service; WebSocket upgrades go to the
+// AgentHub (/api/v1/agent) and the WatchHub (/api/v1/watch).
+#include <algorithm>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
 #include "scheduler/api/server.hpp"
+#include "scheduler/api/static_files.hpp"
+#include "scheduler/api/watch.hpp"
+#include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
 #include "scheduler/daemon/service.hpp"
 #include "scheduler/store/sqlite_store.hpp"
@@ -51,7 +59,39 @@ int64_t wall_clock_seconds() {
       .count();
 }
 
-int run_daemon(const daemon::DaemonConfig& config) {
+// The hub's view of a WebSocket connection.
+class HubPeer final : public daemon::Peer {
+ public:
+  explicit HubPeer(std::shared_ptr<api::WsPeer> ws) : ws_(std::move(ws)) {}
+  void send(std::string text) override { ws_->send(std::move(text)); }
+  void close() override { ws_->close(); }
+  std::string remote_address() const override { return ws_->remote_address(); }
+
+ private:
+  std::shared_ptr<api::WsPeer> ws_;
+};
+
+Result<std::string> read_secret(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return not_found("--agent-secret-file " + path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  if (s.size() < 16)
+    return invalid("--agent-secret-file " + path + ": the secret must have at least 16 characters");
+  return s;
+}
+
+void tick_every_second(api::HttpServer& server, daemon::AgentHub& hub) {
+  server.post_after(std::chrono::seconds(1), [&server, &hub] {
+    hub.tick();
+    tick_every_second(server, hub);
+  });
+}
+
+int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   auto listen = daemon::parse_listen(config.listen);
   if (!listen) return fail(listen.error().message, 2);
   auto cluster = daemon::load_cluster(config);
@@ -68,10 +108,43 @@ int run_daemon(const daemon::DaemonConfig& config) {
                     }};
   daemon::Service service(*cluster, std::move(*st), std::move(loop), wall_clock_seconds);
   if (auto s = service.open(); !s) return fail(s.error().message);
-  api::Router router(service,
-                     {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster)});
+  auto secret = read_secret(config.agent_secret_file);
+  if (!secret) return fail(secret.error().message, 2);
+  if (secret->empty()) spdlog::warn("no --agent-secret-file: agents will be refused");
+  daemon::AgentHubOptions hub_options;
+  hub_options.secret = *secret;
+  hub_options.heartbeat_timeout_s = config.heartbeat_timeout_s;
+  // Heartbeats often enough that two may be lost before the timeout: min(5 s, timeout / 3), at least 1 s.
+  hub_options.heartbeat_interval_s = static_cast<int>(std::clamp<int64_t>(config.heartbeat_timeout_s / 3, 1, 5));
+  hub_options.reconcile_grace_s =
+      config.reconcile_grace_s >= 0 ? config.reconcile_grace_s : config.heartbeat_timeout_s;
+  daemon::AgentHub hub(service, hub_options);
+  hub.start();
+  api::WatchHub watch(service, config.private_reads);
+  watch.start();
+  hub.set_metrics_listener(
+      [&watch](jobs::JobId job, const nlohmann::json& ev) { watch.on_metrics(job, ev); });
+  const std::string web_root = config.web_root == "none" ? ""
+                               : config.web_root.empty() ? api::default_web_root(exe)
+                                                         : config.web_root;
+  if (!web_root.empty()) spdlog::info("serving web files from {}", web_root);
+  api::Router router(
+      service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster), web_root});
+  router.set_agent_hub(&hub);
   server.set_handler(
       [&router](api::HttpRequest&& req, api::Reply reply) { router.handle(std::move(req), reply); });
+  server.set_ws_acceptor([&hub, &watch](const api::HttpRequest& req,
+                                        std::shared_ptr<api::WsPeer> ws) -> std::optional<api::WsHandlers> {
+    const std::string path = req.target.substr(0, req.target.find('?'));
+    if (path == "/api/v1/watch") return watch.accept(req, ws);
+    if (path != "/api/v1/agent") return std::nullopt;
+    auto peer = std::make_shared<HubPeer>(std::move(ws));
+    daemon::Peer* key = peer.get();
+    hub.on_open(peer);
+    return api::WsHandlers{[&hub, key](std::string_view text) { hub.on_message(key, text); },
+                           [&hub, key] { hub.on_close(key); }};
+  });
+  tick_every_second(server, hub);
   server.set_body_limit(&api::Router::body_limit);
   auto port = server.listen(listen->host, listen->port);
   if (!port) return fail(port.error().message);
@@ -95,6 +168,17 @@ int main(int argc, char** argv) {
   app.add_option("--sus", config.sus, "scalable units of the preset")->check(CLI::Range(1, 10000));
   app.add_flag("--private", config.private_reads, "require a token on read-only routes too");
   app.add_option("--config", config_file, "JSON config file with the same keys; flags win");
+  app.add_option("--web-root", config.web_root,
+                 "directory of the dashboard's files, served at / ('none': off; default: "
+                 "<exe>/../share/railyard/web, else ./web/dist)");
+  app.add_option("--agent-secret-file", config.agent_secret_file,
+                 "file holding the cluster secret agents authenticate with (required to accept agents)");
+  app.add_option("--heartbeat-timeout", config.heartbeat_timeout_s,
+                 "seconds without a frame before a node is DOWN")
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--reconcile-grace", config.reconcile_grace_s,
+                 "seconds after start before unregistered nodes are DOWN (default: the heartbeat timeout)")
+      ->check(CLI::Range(0, 86400));
 
   auto* token = app.add_subcommand("token", "manage API tokens");
   token->require_subcommand(1);
@@ -110,7 +194,13 @@ int main(int argc, char** argv) {
     std::set<std::string> given;
     for (const char* key : {"listen", "db", "cluster", "preset", "sus", "private"})
       if (app.count(std::string("--") + key) > 0) given.insert(key);
+    const std::pair<const char*, const char*> dashed[] = {{"web_root", "--web-root"},
+                                                          {"agent_secret_file", "--agent-secret-file"},
+                                                          {"heartbeat_timeout", "--heartbeat-timeout"},
+                                                          {"reconcile_grace", "--reconcile-grace"}};
+    for (const auto& [key, flag] : dashed)
+      if (app.count(flag) > 0) given.insert(key);
     if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);
   }
-  return run_daemon(config);
+  return run_daemon(config, "/proc/self/exe");
 }

@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 
+#include "jobs/spec_json.hpp"
 #include "scheduler/api/auth.hpp"
 #include "scheduler/core/cycle.hpp"
 #include "scheduler/daemon/service.hpp"
@@ -68,9 +69,16 @@ TEST(SqliteStore, MigratesAnOlderDatabaseForward) {
     auto v1 = SqliteStateStore::open(dir.file("m.db"), 1);
     ASSERT_TRUE(v1);
     EXPECT_EQ((*v1)->schema_version(), 1);
-    store::WriteBatch b;
-    b.inserts.push_back(make_job(1, 8));
-    ASSERT_TRUE((*v1)->commit(b));
+  }
+  {
+    // A row as version 1 wrote it (today's code writes columns that version 1 lacks).
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir.file("m.db").c_str(), &db), SQLITE_OK);
+    const std::string spec = jobs::to_json(make_job(1, 8).spec).dump();
+    const std::string sql = "INSERT INTO jobs(id, spec, state, user, submit_time) VALUES (1, '" + spec +
+                            "', 'PENDING', 'ada', 100)";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
   }
   EXPECT_EQ(count_rows(dir.file("m.db"),
                        "SELECT count(*) FROM sqlite_master WHERE type='index' AND name='jobs_by_state'"),
@@ -84,6 +92,7 @@ TEST(SqliteStore, MigratesAnOlderDatabaseForward) {
   auto state = (*latest)->load();
   ASSERT_TRUE(state);
   ASSERT_EQ(state->jobs.size(), 1u);  // data kept across the migration
+  EXPECT_EQ(state->jobs[0].attempt, 0);
 }
 
 TEST(SqliteStore, ReloadsEverythingItCommitted) {

@@ -291,5 +291,55 @@ TEST_F(DaemonTest, AcknowledgedSubmitsSurviveKill9) {
   EXPECT_GT(next, *stored.rbegin());
 }
 
+TEST_F(DaemonTest, EventsAccountingNodeShowFiltersAndGuardedRoutes) {
+  auto d = start();
+  HttpClient c(d->port());
+  const int64_t a = submit(c, alice_, R"({"name": "one", "gpus": 8})");
+  const int64_t b = submit(c, bob_, R"({"name": "two", "gpus": 1, "project": "p2"})");
+  wait_placed(c, a);
+  wait_placed(c, b);
+  // List filters: a comma list of states (any case), user, name.
+  auto list = c.request("GET", "/api/v1/jobs?state=starting,PENDING&name=two").json();
+  ASSERT_EQ(list["jobs"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["jobs"][0]["id"], b);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?state=RUNNING,bogus").status, 400);
+  // The audit log names who did what.
+  auto events = c.request("GET", "/api/v1/jobs/" + std::to_string(a) + "/events").json();
+  ASSERT_GE(events["events"].size(), 2u) << events.dump();
+  EXPECT_EQ(events["events"][0]["actor"], "alice");
+  EXPECT_EQ(events["events"][0]["what"], "submitted");
+  EXPECT_EQ(events["events"][1]["actor"], "scheduler");
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs/999/events").status, 404);
+  auto metrics = c.request("GET", "/api/v1/jobs/" + std::to_string(a) + "/metrics").json();
+  EXPECT_TRUE(metrics["samples"].empty());
+  // Node show: GPUs used, jobs, not connected (no agents here).
+  const std::string node = c.request("GET", "/api/v1/jobs/" + std::to_string(a)).json()["nodes"][0];
+  auto n = c.request("GET", "/api/v1/nodes/" + node).json();
+  EXPECT_GE(n["gpus_allocated"], 8);
+  EXPECT_NE(std::find(n["jobs"].begin(), n["jobs"].end(), json(a)), n["jobs"].end()) << n.dump();
+  EXPECT_EQ(n["connected"], false);
+  EXPECT_EQ(c.request("GET", "/api/v1/nodes/nope").status, 404);
+  // Accounting: GPU-hours by user and by project (runs of a whole second at least).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto acc = c.request("GET", "/api/v1/accounting?by=project").json();
+  ASSERT_EQ(acc["rows"].size(), 2u) << acc.dump();
+  EXPECT_EQ(acc["rows"][1]["project"], "p2");
+  EXPECT_EQ(c.request("GET", "/api/v1/accounting?by=team").status, 400);
+  // Logs: a token, the owner or an admin; no agent connected -> 503.
+  const std::string logs = "/api/v1/jobs/" + std::to_string(a) + "/logs?rank=0";
+  EXPECT_EQ(c.request("GET", logs).status, 401);
+  EXPECT_EQ(c.request("GET", logs, "", bob_).status, 403);
+  EXPECT_EQ(c.request("GET", logs, "", alice_).status, 503);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs/" + std::to_string(a) + "/logs?rank=8", "", admin_).status, 404);
+  // Exec needs the allocation's exec token; remove is admin-only.
+  EXPECT_EQ(c.request("POST", "/api/v1/allocs/1.1/exec", R"({"node":"n1","argv":["orted"]})", alice_).status,
+            403);
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/n2/remove", "", bob_).status, 403);
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/n2/remove", "", admin_).status, 200);
+  EXPECT_EQ(c.request("GET", "/api/v1/nodes/n2").json()["health"], "down");
+  // Without a web root, / is a JSON 404.
+  EXPECT_EQ(c.request("GET", "/index.html").status, 404);
+}
+
 }  // namespace
 }  // namespace railyard::testing

@@ -50,6 +50,25 @@ void Supervisor::add(AllocRecord record) {
 
 void Supervisor::adopt(AllocRecord record) { track(std::move(record)); }
 
+void Supervisor::hold(AllocRecord record) {
+  const std::string id = record.alloc_id;
+  add(std::move(record));
+  allocs_.at(id).held = true;
+}
+
+Status Supervisor::add_process(const std::string& alloc_id, RankRecord process) {
+  auto it = allocs_.find(alloc_id);
+  if (it == allocs_.end()) return not_found("no running allocation " + alloc_id);
+  Tracked& t = it->second;
+  if (t.outcome) return Error{ErrorCode::kConflict, "allocation " + alloc_id + " is ending"};
+  pending_.push_back(RankStarted{alloc_id, process.rank, process.pid});
+  t.record.ranks.push_back(std::move(process));
+  t.exited.push_back(false);
+  t.added.resize(t.record.ranks.size(), false);
+  t.added.back() = true;
+  return ok();
+}
+
 std::vector<AllocRecord> Supervisor::records() const {
   std::vector<AllocRecord> out;
   for (const auto& [id, t] : allocs_) out.push_back(t.record);
@@ -74,8 +93,9 @@ void Supervisor::rank_exited(Tracked& t, size_t i, int code, int sig, bool lost,
                              std::vector<SupervisorEvent>& events) {
   t.exited[i] = true;
   events.push_back(RankExited{t.record.alloc_id, t.record.ranks[i].rank, code, sig, lost});
-  t.any_lost = t.any_lost || lost;
-  if (lost) return;
+  const bool added = i < t.added.size() && t.added[i];
+  t.any_lost = t.any_lost || (lost && !added);
+  if (lost || t.held || added) return;
   if (!t.first_code) t.first_code = code;
   if (code != 0 && !t.outcome) {
     t.failing_code = code;
@@ -116,6 +136,7 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events) {
     for (const auto& r : t.record.ranks) signal_group(r.pgid, SIGKILL);
     t.killed = true;
   }
+  if (t.held && !t.outcome) return false;
   for (bool e : t.exited)
     if (!e) return false;
   if (t.outcome && !t.killed && groups_alive()) return false;          // stragglers get until kill_at

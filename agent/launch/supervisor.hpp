@@ -74,7 +74,13 @@ class Supervisor {
 
   void add(AllocRecord record);    // started by a Launcher: RankStarted events follow
   void adopt(AllocRecord record);  // found by recover()
+  // An allocation that finishes only when cancelled: a later node of an mpi job, whose processes (orteds)
+  // arrive one by one through add_process(). Processes added that way never decide an allocation's
+  // outcome (their exit codes are reported, not judged); they are signalled and waited for like ranks.
+  void hold(AllocRecord record);
+  Status add_process(const std::string& alloc_id, RankRecord process);
   Status cancel(const std::string& alloc_id);
+  bool contains(const std::string& alloc_id) const { return allocs_.count(alloc_id) > 0; }
 
   std::vector<SupervisorEvent> poll();
   // Polls until at least one event or the timeout; returns what the last poll produced.
@@ -94,6 +100,8 @@ class Supervisor {
     std::optional<Clock::time_point> deadline;
     std::optional<Clock::time_point> kill_at;
     bool killed = false;
+    bool held = false;
+    std::vector<bool> added;  // per rank: came through add_process()
   };
 
   void track(AllocRecord record);

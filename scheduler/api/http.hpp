@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +31,28 @@ struct HttpResponse {
 // Called exactly once per request, on the server's event loop.
 using Reply = std::function<void(HttpResponse)>;
 using Handler = std::function<void(HttpRequest&&, Reply)>;
+
+// One WebSocket connection, as the daemon sees it. Every call on the server's event loop. send() queues a
+// text frame (frames go out in order); close() sends the queued frames, then a close frame.
+class WsPeer {
+ public:
+  virtual ~WsPeer() = default;
+  virtual void send(std::string text) = 0;
+  virtual void close() = 0;
+  virtual std::string remote_address() const = 0;
+};
+
+// What to do with an accepted connection's frames; on_close runs once, when the connection ended (either
+// side), after which the peer ignores send().
+struct WsHandlers {
+  std::function<void(std::string_view)> on_message;
+  std::function<void()> on_close;
+};
+
+// Called for a WebSocket upgrade request: handlers to accept it, or nullopt to answer 404.
+using WsAcceptor = std::function<std::optional<WsHandlers>(const HttpRequest&, std::shared_ptr<WsPeer>)>;
+
+inline constexpr size_t kWsFrameLimit = size_t{1} << 20;  // 1 MiB per message
 
 inline constexpr size_t kDefaultBodyLimit = size_t{1} << 20;  // 1 MiB
 inline constexpr size_t kMaxBodyLimit = size_t{64} << 20;     // 64 MiB (batch submits)

@@ -4,20 +4,16 @@
 #include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "jobs/spec_json.hpp"
 #include "scheduler/api/auth.hpp"
+#include "scheduler/api/router_util.hpp"
 #include "scheduler/api/views.hpp"
 
 namespace railyard::api {
 
 using nlohmann::json;
-
-// A request target split into path segments below /api/v1 and query parameters.
-struct Router::Route {
-  std::vector<std::string> seg;
-  std::map<std::string, std::string> query;
-};
 
 namespace {
 
@@ -38,18 +34,6 @@ std::string percent_decode(std::string_view s) {
     out.push_back(s[i] == '+' ? ' ' : s[i]);
   }
   return out;
-}
-
-std::optional<int64_t> to_int(std::string_view s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-// Invalid UTF-8 (e.g. from a percent-decoded path echoed in a message) is replaced, never thrown on.
-HttpResponse json_response(int status, const json& body) {
-  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
 }
 
 HttpResponse method_not_allowed(const char* allow) {
@@ -99,7 +83,7 @@ HttpResponse error_response(const Error& e) {
 }
 
 Router::Router(daemon::Service& service, RouterOptions options)
-    : service_(service), options_(std::move(options)) {}
+    : service_(service), options_(std::move(options)), static_files_(options_.web_root) {}
 
 size_t Router::body_limit(std::string_view target) {
   return target.substr(0, target.find('?')) == "/api/v1/jobs:batch" ? kMaxBodyLimit : kDefaultBodyLimit;
@@ -130,7 +114,11 @@ void Router::route(HttpRequest&& req, const Reply& reply) {
     }
   }
   if (path == "/metrics") path = "/api/v1/metrics";
-  if (path.substr(0, kPrefix.size()) != kPrefix) return reply(not_found_route());
+  if (path.substr(0, kPrefix.size()) != kPrefix ||
+      (path.size() > kPrefix.size() && path[kPrefix.size()] != '/')) {
+    if (req.method != "GET" && req.method != "HEAD") return reply(method_not_allowed("GET, HEAD"));
+    return reply(static_files_.get(percent_decode(path)));
+  }
   path.remove_prefix(kPrefix.size());
   while (!path.empty()) {
     if (path.front() == '/') path.remove_prefix(1);
@@ -138,10 +126,16 @@ void Router::route(HttpRequest&& req, const Reply& reply) {
     if (!s.empty()) route.seg.push_back(percent_decode(s));
     path.remove_prefix(s.size());
   }
-  // Auth: POST always; reads only when private.
+  // railyard-agent-exec authenticates with the allocation's exec token, not an API token.
+  if (route.seg.size() == 3 && route.seg[0] == "allocs" && route.seg[2] == "exec") {
+    if (req.method != "POST") return reply(method_not_allowed("POST"));
+    return alloc_exec(req, route, reply);
+  }
+  // Auth: POST always; reads only when private, and logs always (owner or admin).
   std::optional<daemon::Caller> who;
+  const bool logs = route.seg.size() == 3 && route.seg[0] == "jobs" && route.seg[2] == "logs";
   const bool mutating = req.method != "GET" && req.method != "HEAD";
-  if (mutating || options_.private_reads) {
+  if (mutating || options_.private_reads || logs) {
     auto token = bearer_token(req.authorization);
     if (!token) return reply(error_response(401, "unauthorized", "a bearer token is required"));
     auto c = service_.authenticate(*token);
@@ -152,6 +146,10 @@ void Router::route(HttpRequest&& req, const Reply& reply) {
   if (req.method == "POST" && route.seg.size() == 1 &&
       (route.seg[0] == "jobs" || route.seg[0] == "jobs:batch"))
     return submit(req, *who, route.seg[0] == "jobs:batch", reply);
+  if (logs) {
+    if (req.method != "GET") return reply(method_not_allowed("GET"));
+    return job_logs(route, &*who, reply);
+  }
   reply(dispatch(req, route, who ? &*who : nullptr));
 }
 
@@ -163,14 +161,26 @@ HttpResponse Router::dispatch(const HttpRequest& req, const Route& route, const 
     const std::string& r = s[0];
     if (r == "jobs") return get ? list_jobs(route) : method_not_allowed("GET, POST");
     if (r == "jobs:batch") return method_not_allowed("POST");
-    if (r != "nodes" && r != "topology" && r != "health" && r != "version" && r != "metrics")
+    if (r != "nodes" && r != "topology" && r != "health" && r != "version" && r != "metrics" &&
+        r != "accounting")
       return not_found_route();
     if (!get) return method_not_allowed("GET");
+    if (r == "accounting") return accounting(route);
     if (r == "nodes") return json_response(200, {{"nodes", nodes_json(table)}});
     if (r == "topology") return {200, "application/json", options_.topology_json, {}};
     if (r == "health") return json_response(200, {{"status", "ok"}});
     if (r == "version") return json_response(200, {{"version", options_.version}, {"api", "v1"}});
-    return {200, "text/plain; version=0.0.4", metrics_text(table, service_.stats()), {}};
+    std::string text = metrics_text(table, service_.stats());
+    if (hub_) text += agent_metrics_text(*hub_);
+    return {200, "text/plain; version=0.0.4", std::move(text), {}};
+  }
+  if (s.size() == 2 && s[0] == "nodes") {
+    if (!get) return method_not_allowed("GET");
+    return node_show(route);
+  }
+  if (s.size() == 3 && s[0] == "jobs" && (s[2] == "events" || s[2] == "metrics")) {
+    if (!get) return method_not_allowed("GET");
+    return s[2] == "events" ? job_events(route) : job_metrics(route);
   }
   if (s.size() == 2 && s[0] == "jobs") {
     if (!get) return method_not_allowed("GET");
@@ -191,12 +201,20 @@ HttpResponse Router::list_jobs(const Route& route) {
     auto it = route.query.find(k);
     return it == route.query.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
-  std::optional<jobs::JobState> state;
+  std::set<jobs::JobState> states;
   if (auto v = param("state"); v && !v->empty()) {
-    state = jobs::parse_state(*v);
-    if (!state) return error_response(400, "invalid_argument", "state=" + *v + ": unknown state");
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      std::string one(rest.substr(0, rest.find(',')));
+      rest.remove_prefix(std::min(rest.size(), one.size() + 1));
+      for (auto& ch : one) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      auto st = jobs::parse_state(one);
+      if (!st) return error_response(400, "invalid_argument", "state=" + one + ": unknown state");
+      states.insert(*st);
+    }
   }
   const auto user = param("user");
+  const auto name = param("name");
   int64_t limit = kDefaultPageSize, after = 0;
   if (auto v = param("limit")) {
     auto n = to_int(*v);
@@ -215,7 +233,9 @@ HttpResponse Router::list_jobs(const Route& route) {
   json next = nullptr;
   for (auto it = table.jobs().upper_bound(after); it != table.jobs().end(); ++it) {
     const auto& r = it->second;
-    if ((state && r.state != *state) || (user && !user->empty() && r.spec.user != *user)) continue;
+    if ((!states.empty() && !states.count(r.state)) || (user && !user->empty() && r.spec.user != *user) ||
+        (name && !name->empty() && r.spec.name != *name))
+      continue;
     if (static_cast<int64_t>(out.size()) == limit) {
       next = out.back()["id"];
       break;
@@ -281,6 +301,12 @@ HttpResponse Router::job_action(const Route& route, const daemon::Caller& who) {
 
 HttpResponse Router::node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who) {
   const std::string& action = route.seg[2];
+  if (action == "remove") {
+    if (auto st = service_.set_node_health(route.seg[1], sched::NodeHealth::kDown, "removed by admin", who);
+        !st)
+      return error_response(st.error());
+    return json_response(200, {{"name", route.seg[1]}, {"health", "down"}, {"removed", true}});
+  }
   if (action != "drain" && action != "resume") return not_found_route();
   std::string reason;
   if (!req.body.empty()) {

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "scheduler/api/http.hpp"
+#include "scheduler/api/static_files.hpp"
+#include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/service.hpp"
 
 namespace railyard::api {
@@ -16,6 +18,7 @@ struct RouterOptions {
   bool private_reads = false;
   std::string version = "0.1.0";
   std::string topology_json;  // served by GET /topology
+  std::string web_root;       // static files served at / ("" = none)
 };
 
 inline constexpr size_t kMaxBatchJobs = 10'000;
@@ -25,6 +28,8 @@ inline constexpr int kMaxPageSize = 10'000;
 class Router {
  public:
   Router(daemon::Service& service, RouterOptions options);
+  // Logs, exec and node connection details need the hub; without it those routes answer 503.
+  void set_agent_hub(daemon::AgentHub* hub) { hub_ = hub; }
   void handle(HttpRequest&& req, const Reply& reply);
   // Body limit by target: 64 MiB for the batch route, 1 MiB otherwise.
   static size_t body_limit(std::string_view target);
@@ -37,9 +42,18 @@ class Router {
   void submit(const HttpRequest& req, const daemon::Caller& who, bool batch, const Reply& reply);
   HttpResponse job_action(const Route& route, const daemon::Caller& who);
   HttpResponse node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who);
+  // router_more.cpp: job events/metrics/logs, node show/remove, accounting, allocation exec.
+  HttpResponse job_events(const Route& route);
+  HttpResponse job_metrics(const Route& route);
+  void job_logs(const Route& route, const daemon::Caller* who, const Reply& reply);
+  void alloc_exec(const HttpRequest& req, const Route& route, const Reply& reply);
+  HttpResponse node_show(const Route& route);
+  HttpResponse accounting(const Route& route);
 
   daemon::Service& service_;
   RouterOptions options_;
+  StaticFiles static_files_;
+  daemon::AgentHub* hub_ = nullptr;
 };
 
 }  // namespace railyard::api

@@ -5,7 +5,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 #include <csignal>
+#include <deque>
 #include <optional>
 
 namespace railyard::api {
@@ -13,11 +15,16 @@ namespace {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
+constexpr auto kWsHandshakeTimeout = std::chrono::seconds(30);
+// A WebSocket with no frame for this long is pinged at half of it and closed at the end; agents send a
+// heartbeat every few seconds, so only a dead peer reaches it.
+constexpr auto kWsIdleTimeout = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -26,12 +33,123 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor{ioc};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
   Handler handler;
+  WsAcceptor ws_acceptor;
   BodyLimitFn body_limit = [](std::string_view) { return kDefaultBodyLimit; };
 
   void accept();
 };
 
 namespace {
+
+// One WebSocket connection: a read loop handing every message to on_message, and a write queue (one
+// async_write at a time, frames in order). Timeouts: handshake, idle with pings, 1 MiB per message.
+class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> {
+ public:
+  explicit WsSession(beast::tcp_stream&& stream) : ws_(std::move(stream)) {
+    beast::error_code ec;
+    auto ep = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
+    if (!ec) remote_ = ep.address().to_string();
+  }
+
+  void accept(http::request<http::string_body> req, WsHandlers handlers) {
+    req_ = std::move(req);
+    handlers_ = std::move(handlers);
+    beast::get_lowest_layer(ws_).expires_never();
+    ws_.set_option(websocket::stream_base::timeout{kWsHandshakeTimeout, kWsIdleTimeout, true});
+    ws_.read_message_max(kWsFrameLimit);
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "railyard-scheduler"); }));
+    ws_.async_accept(req_, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->finish();
+      self->open_ = true;
+      self->read();
+      self->flush();
+    });
+  }
+
+  // Refuses the upgrade with a plain HTTP answer.
+  void refuse(HttpResponse r, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>();
+    res->version(version);
+    res->result(static_cast<http::status>(r.status));
+    res->set(http::field::content_type, r.content_type);
+    res->body() = std::move(r.body);
+    res->keep_alive(false);
+    res->prepare_payload();
+    beast::get_lowest_layer(ws_).expires_after(kIdleTimeout);
+    http::async_write(ws_.next_layer(), *res, [self = shared_from_this(), res](beast::error_code, size_t) {
+      beast::error_code ec;
+      beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ec);
+      beast::get_lowest_layer(self->ws_).socket().close(ec);
+    });
+  }
+
+  void send(std::string text) override {
+    if (finished_ || closing_) return;
+    queue_.push_back(std::move(text));
+    flush();
+  }
+
+  void close() override {
+    if (finished_ || closing_) return;
+    closing_ = true;
+    if (!open_) return finish();
+    flush();
+  }
+
+  std::string remote_address() const override { return remote_; }
+
+ private:
+  void read() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->finish();
+      std::string msg = beast::buffers_to_string(self->buffer_.data());
+      self->buffer_.consume(self->buffer_.size());
+      if (self->handlers_.on_message) self->handlers_.on_message(msg);
+      if (!self->finished_) self->read();
+    });
+  }
+
+  void flush() {
+    if (!open_ || writing_ || finished_) return;
+    if (queue_.empty()) {
+      if (closing_) {
+        writing_ = true;
+        ws_.async_close(websocket::close_code::normal,
+                        [self = shared_from_this()](beast::error_code) { self->finish(); });
+      }
+      return;
+    }
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(net::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->finish();
+      self->queue_.pop_front();
+      self->flush();
+    });
+  }
+
+  // Once: tells the owner, drops the handlers (they may hold this peer), closes the socket.
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    queue_.clear();
+    auto on_close = std::move(handlers_.on_close);
+    handlers_ = {};
+    if (on_close) on_close();
+    beast::error_code ec;
+    beast::get_lowest_layer(ws_).socket().close(ec);
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  http::request<http::string_body> req_;
+  WsHandlers handlers_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  std::string remote_;
+  bool open_ = false, writing_ = false, closing_ = false, finished_ = false;
+};
 
 // One connection: read a request, hand it to the handler, write its reply, repeat while keep-alive.
 class Session : public std::enable_shared_from_this<Session> {
@@ -68,11 +186,20 @@ class Session : public std::enable_shared_from_this<Session> {
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
-    r.body = std::move(req.body());
     version_ = req.version();
+    if (server_.ws_acceptor && websocket::is_upgrade(req)) return upgrade(std::move(r), std::move(req));
+    r.body = std::move(req.body());
     stream_.expires_never();  // the handler may answer later (group commit)
     auto self = shared_from_this();
     server_.handler(std::move(r), [self](HttpResponse res) { self->write(std::move(res)); });
+  }
+
+  // The connection leaves this session for a WsSession (accepted or refused).
+  void upgrade(HttpRequest r, http::request<http::string_body> req) {
+    auto ws = std::make_shared<WsSession>(std::move(stream_));
+    auto handlers = server_.ws_acceptor(r, ws);
+    if (!handlers) return ws->refuse(error_response(404, "not_found", "no WebSocket at this path"), version_);
+    ws->accept(std::move(req), std::move(*handlers));
   }
 
   void on_read_error(beast::error_code ec) {
@@ -165,6 +292,7 @@ HttpServer::~HttpServer() = default;
 
 void HttpServer::set_handler(Handler handler) { impl_->handler = std::move(handler); }
 void HttpServer::set_body_limit(BodyLimitFn limit) { impl_->body_limit = std::move(limit); }
+void HttpServer::set_ws_acceptor(WsAcceptor acceptor) { impl_->ws_acceptor = std::move(acceptor); }
 
 Result<int> HttpServer::listen(const std::string& host, int port) {
   beast::error_code ec;

@@ -28,6 +28,8 @@ class HttpServer {
 
   void set_handler(Handler handler);
   void set_body_limit(BodyLimitFn limit);
+  // Upgrade requests (any path) go here; without an acceptor they are answered like plain requests.
+  void set_ws_acceptor(WsAcceptor acceptor);
   // Binds and listens; returns the bound port (useful with port 0).
   Result<int> listen(const std::string& host, int port);
   // Runs until stop() or SIGINT/SIGTERM.

@@ -111,4 +111,21 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
   return m;
 }
 
+std::string agent_metrics_text(const daemon::AgentHub& hub) {
+  const auto& s = hub.stats();
+  std::string m;
+  auto metric = [&](const std::string& name, const char* type, const char* help, int64_t v) {
+    m += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+         std::to_string(v) + "\n";
+  };
+  metric("railyard_agents_connected_nodes", "gauge", "Nodes whose agent is connected.",
+         static_cast<int64_t>(hub.connected_nodes()));
+  metric("railyard_agent_refused_total", "counter", "Agent connections refused (bad secret, ...).",
+         s.refused_total);
+  metric("railyard_agent_bad_messages_total", "counter", "Malformed or unknown agent messages.",
+         s.bad_messages_total);
+  metric("railyard_agent_launches_total", "counter", "Launch orders sent to agents.", s.launches_total);
+  return m;
+}
+
 }  // namespace railyard::api

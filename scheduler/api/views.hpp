@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/service.hpp"
 
 namespace railyard::api {
@@ -12,5 +13,7 @@ nlohmann::json job_json(const store::JobRecord& r, const topology::Cluster& clus
 nlohmann::json nodes_json(const daemon::JobTable& table);
 // Prometheus text exposition format 0.0.4.
 std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceStats& stats);
+// The agent protocol's metrics: connected nodes, refused agents, bad messages, launches.
+std::string agent_metrics_text(const daemon::AgentHub& hub);
 
 }  // namespace railyard::api

@@ -87,14 +87,21 @@ struct FailMemo {
 
 class Pass {
  public:
-  explicit Pass(const Snapshot& s)
-      : s_(s), classes_(*s.cluster), usage_(*s.cluster, classes_, s.health), gone_(s.running.size(), 0) {
+  // `usage` is built over `classes` of s.cluster with s.health: empty (fresh or reset), or, with
+  // `holds_running`, already exactly what taking every running job in order would make of an empty one.
+  // `scratch` is any usage of that cluster (or none), overwritten by reservation searches.
+  Pass(const Snapshot& s, const NodeClasses& classes, ClusterUsage& usage, std::optional<ClusterUsage>& scratch,
+       bool holds_running = false)
+      : s_(s), classes_(classes), usage_(usage), scratch_(scratch), gone_(s.running.size(), 0), releases_(s.running) {
+    const bool quotas = !s.user_quota.empty() || !s.project_quota.empty();
     for (size_t i = 0; i < s.running.size(); ++i) {
       const auto& r = s.running[i];
-      usage_.take(r.gpus, static_cast<int32_t>(i));
-      for (const auto& sl : r.slices) usage_.take_slice(sl);
-      charge(*r.spec, static_cast<int>(r.gpus.size() + r.slices.size()));
-      releases_.add(r.expected_end(), r.gpus, r.slices);
+      if (!holds_running) {
+        if (i + 4 < s.running.size()) __builtin_prefetch(s.running[i + 4].gpus.data());  // a miss per job otherwise
+        usage_.take(r.gpus, static_cast<int32_t>(i));
+        for (const auto& sl : r.slices) usage_.take_slice(sl);
+      }
+      if (quotas) charge(*r.spec, static_cast<int>(r.gpus.size() + r.slices.size()));
     }
   }
 
@@ -235,9 +242,9 @@ class Pass {
     }
     pend(job, priority, reason, message);
     if (reservations_ < s_.config.reservation_depth && req.replicas == 1) {
-      auto found = find_reservation(releases_, usage_, req, s_.now, [&](const ClusterUsage& u, const Request& r) {
-        return place(u, r);
-      });
+      auto found = find_reservation(
+          releases_, usage_, req, s_.now, [&](const ClusterUsage& u, const Request& r) { return place(u, r); },
+          scratch_);
       if (found) {
         ++reservations_;
         const Window held{found->start_time,
@@ -254,8 +261,9 @@ class Pass {
   }
 
   const Snapshot& s_;
-  NodeClasses classes_;
-  ClusterUsage usage_;
+  const NodeClasses& classes_;
+  ClusterUsage& usage_;
+  std::optional<ClusterUsage>& scratch_;
   std::vector<char> gone_;
   Releases releases_;
   FailMemo memo_;
@@ -267,9 +275,99 @@ class Pass {
 
 }  // namespace
 
+// Between passes `work` keeps the last pass's usage: the running jobs of its snapshot (`held`), then the
+// plan's starts (`started`), in that order, plus reservations. When the next snapshot's running list is
+// exactly that sequence (a shell that applied every start and ended nothing, as the simulator does after
+// arrivals), the usage a fresh pass would build is `work` without its reservations (take order, hence
+// bucket order, is the same), so the rebuild is skipped. Anything else rebuilds.
+struct Scheduler::State {
+  struct Held {  // a running job as the usage took it; its GPU buffer identifies the same vector
+    JobId id;
+    const GpuId* gpus;
+    size_t gpu_count;
+    const MigSlice* slices;
+    size_t slice_count;
+  };
+  const topology::Cluster* cluster = nullptr;
+  std::vector<NodeHealth> health;
+  std::unique_ptr<NodeClasses> classes;
+  std::unique_ptr<ClusterUsage> empty;  // fresh usage for `health`
+  std::unique_ptr<ClusterUsage> work;   // the pass's usage, reset before each pass
+  std::optional<ClusterUsage> scratch;  // reservation searches' replay
+  bool reusable = false;                // `work` holds held + started (and reservations)
+  std::vector<Held> held;
+  std::vector<std::pair<JobId, std::vector<GpuId>>> started;
+
+  bool running_is_held_then_started(const Snapshot& s) const {
+    if (!reusable || s.running.size() != held.size() + started.size()) return false;
+    for (size_t i = 0; i < held.size(); ++i) {
+      const RunningJob& r = s.running[i];
+      const Held& h = held[i];
+      if (r.id != h.id || r.gpus.data() != h.gpus || r.gpus.size() != h.gpu_count || r.slices.data() != h.slices ||
+          r.slices.size() != h.slice_count)
+        return false;
+    }
+    for (size_t j = 0; j < started.size(); ++j) {
+      const RunningJob& r = s.running[held.size() + j];
+      if (r.id != started[j].first || !r.slices.empty() || r.gpus != started[j].second) return false;
+    }
+    return true;
+  }
+  static Held held_of(const RunningJob& r) { return {r.id, r.gpus.data(), r.gpus.size(), r.slices.data(), r.slices.size()}; }
+  // After a pass on `s` that returned `plan`: what `work` now holds, if the next pass may reuse it.
+  void remember(const Snapshot& s, const Plan& plan, bool reused) {
+    reusable = std::all_of(plan.starts.begin(), plan.starts.end(),
+                           [](const Placement& p) { return p.preempts.empty() && p.slices.empty(); });
+    if (!reusable) return;
+    if (reused) {  // held already matches s.running's first part
+      for (size_t j = held.size(); j < s.running.size(); ++j) held.push_back(held_of(s.running[j]));
+    } else {
+      held.clear();
+      for (const RunningJob& r : s.running) held.push_back(held_of(r));
+    }
+    started.clear();
+    for (const Placement& p : plan.starts) started.emplace_back(p.job, p.gpus);
+  }
+};
+
+Scheduler::Scheduler() : state_(std::make_unique<State>()) {}
+Scheduler::~Scheduler() = default;
+Scheduler::Scheduler(Scheduler&&) noexcept = default;
+Scheduler& Scheduler::operator=(Scheduler&&) noexcept = default;
+
+Plan Scheduler::schedule(const Snapshot& snapshot) {
+  if (!snapshot.cluster) return {};
+  State& st = *state_;
+  if (st.cluster != snapshot.cluster) {
+    st = State{};
+    st.cluster = snapshot.cluster;
+    st.classes = std::make_unique<NodeClasses>(*snapshot.cluster);
+  }
+  if (!st.empty || st.health != snapshot.health) {
+    st.health = snapshot.health;
+    st.empty = std::make_unique<ClusterUsage>(*st.cluster, *st.classes, st.health);
+    st.work.reset();
+    st.reusable = false;
+  }
+  const bool reuse = st.work && st.running_is_held_then_started(snapshot);
+  if (reuse)
+    st.work->drop_reservations();
+  else if (st.work)
+    st.work->reset_to(*st.empty);
+  else
+    st.work = std::make_unique<ClusterUsage>(*st.empty);
+  st.reusable = false;
+  Plan plan = Pass(snapshot, *st.classes, *st.work, st.scratch, reuse).run();
+  st.remember(snapshot, plan, reuse);
+  return plan;
+}
+
 Plan schedule(const Snapshot& snapshot) {
   if (!snapshot.cluster) return {};
-  return Pass(snapshot).run();
+  NodeClasses classes(*snapshot.cluster);
+  ClusterUsage usage(*snapshot.cluster, classes, snapshot.health);
+  std::optional<ClusterUsage> scratch;
+  return Pass(snapshot, classes, usage, scratch).run();
 }
 
 }  // namespace railyard::sched

@@ -82,20 +82,31 @@ void ClusterUsage::set_node_free(NodeId n, int count) {
 }
 
 void ClusterUsage::take(std::span<const GpuId> gpus, int32_t owner) {
-  for (GpuId g : gpus) {
-    if (owner_[g] != kFree) continue;  // already held: the caller's bug; never count twice
-    owner_[g] = owner;
-    NodeId n = cluster_->node_of(g);
-    set_node_free(n, node_free_[n] - 1);
+  // One set_node_free per run of GPUs on one node: moving a node f -> f-1 -> ... -> f-m one step at a time
+  // leaves it at the end of each intermediate bucket, so every later step removes it without moving
+  // another node; the buckets end exactly as after the single move f -> f-m.
+  for (size_t i = 0; i < gpus.size();) {
+    const NodeId n = cluster_->node_of(gpus[i]);
+    int taken = 0;
+    for (; i < gpus.size() && cluster_->node_of(gpus[i]) == n; ++i) {
+      if (owner_[gpus[i]] != kFree) continue;  // already held: the caller's bug; never count twice
+      owner_[gpus[i]] = owner;
+      ++taken;
+    }
+    if (taken > 0) set_node_free(n, node_free_[n] - taken);
   }
 }
 
 void ClusterUsage::give(std::span<const GpuId> gpus) {
-  for (GpuId g : gpus) {
-    if (owner_[g] == kFree || owner_[g] == kMig) continue;
-    owner_[g] = kFree;
-    NodeId n = cluster_->node_of(g);
-    set_node_free(n, node_free_[n] + 1);
+  for (size_t i = 0; i < gpus.size();) {  // one step per node, as in take()
+    const NodeId n = cluster_->node_of(gpus[i]);
+    int given = 0;
+    for (; i < gpus.size() && cluster_->node_of(gpus[i]) == n; ++i) {
+      if (owner_[gpus[i]] == kFree || owner_[gpus[i]] == kMig) continue;
+      owner_[gpus[i]] = kFree;
+      ++given;
+    }
+    if (given > 0) set_node_free(n, node_free_[n] + given);
   }
 }
 
@@ -163,6 +174,36 @@ ClusterUsage ClusterUsage::without_reservations() const {
   copy.reserved_windows_.clear();
   copy.reserved_.clear();
   return copy;
+}
+
+void ClusterUsage::drop_reservations() {
+  for (GpuId g : reserved_) reserved_index_[g] = -1;
+  reserved_.clear();
+  reserved_windows_.clear();
+  std::fill(node_reserved_.begin(), node_reserved_.end(), uint8_t{0});
+}
+
+void ClusterUsage::reset_to(const ClusterUsage& empty) {
+  for (GpuId g : reserved_) reserved_index_[g] = -1;
+  reserved_.clear();
+  reserved_windows_.clear();
+  for (GpuId g : split_) split_pos_[g] = -1;
+  split_.clear();
+  // A node's free count is its GPU count minus the GPUs with an owner (job or MIG): only nodes below
+  // their count hold GPUs to clear.
+  for (NodeId n = 0; n < cluster_->node_count(); ++n) {
+    const auto& node = cluster_->node(n);
+    if (node_free_[n] == node.gpus) continue;
+    std::fill_n(owner_.begin() + node.first_gpu, node.gpus, kFree);
+    std::fill_n(mig_.begin() + node.first_gpu, node.gpus, uint8_t{0});
+  }
+  usable_ = empty.usable_;
+  node_free_ = empty.node_free_;
+  domain_whole_ = empty.domain_whole_;
+  class_free_ = empty.class_free_;
+  buckets_ = empty.buckets_;
+  bucket_pos_ = empty.bucket_pos_;
+  node_reserved_ = empty.node_reserved_;
 }
 
 }  // namespace railyard::sched

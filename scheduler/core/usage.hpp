@@ -1,6 +1,8 @@
 // Mutable usage over the immutable Cluster: who holds each GPU, free counts per node, whole-free node counts
 // per domain, free-count buckets per node class for O(1) best fit, MIG slot masks, and reservation windows.
-// One pass builds it from a Snapshot (O(nodes + GPUs)); placements take and give GPUs as the pass goes.
+// One pass builds it from a Snapshot; placements take and give GPUs as the pass goes. A fresh usage costs
+// O(nodes + GPUs); reset_to() brings a used one back to empty in O(nodes + GPUs touched), so a shell that
+// schedules pass after pass (sched::Scheduler) reuses one.
 // Not thread-safe; copyable (reservation search works on copies).
 #pragma once
 
@@ -48,6 +50,8 @@ class ClusterUsage {
   const std::vector<NodeId>& bucket(int cls, int count) const { return buckets_[cls][count]; }
   const std::vector<GpuId>& split_gpus() const { return split_; }
 
+  // take/give handle each run of consecutive GPUs on one node as one step; the result (bucket order
+  // included) is the same as taking or giving them one at a time.
   void take(std::span<const GpuId> gpus, int32_t owner);
   void give(std::span<const GpuId> gpus);
   void take_slice(const MigSlice& s);
@@ -63,6 +67,11 @@ class ClusterUsage {
   bool any_reservations() const { return !reserved_.empty(); }
   // The same usage with every reservation dropped.
   ClusterUsage without_reservations() const;
+  // Makes this usage equal to `empty` (bucket order included), reusing its buffers. `empty` must be a
+  // freshly constructed usage of the same cluster and classes (nothing taken, nothing reserved).
+  void reset_to(const ClusterUsage& empty);
+  // Drops every reservation in place (O(reserved GPUs + nodes)); takes stay as they are.
+  void drop_reservations();
 
   static constexpr int32_t kFree = -1;
   static constexpr int32_t kMig = -2;

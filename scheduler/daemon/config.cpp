@@ -29,25 +29,34 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
       return railyard::ok();
     };
     Status s = railyard::ok();
-    if (key == "listen" || key == "db" || key == "cluster" || key == "preset") {
+    if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
+        key == "agent_secret_file") {
       s = want(v.is_string(), "a string");
       if (s && !is_given) {
-        std::string& field = key == "listen"    ? c.listen
-                             : key == "db"      ? c.db
-                             : key == "cluster" ? c.cluster
-                                                : c.preset;
+        std::string& field = key == "listen"              ? c.listen
+                             : key == "db"                ? c.db
+                             : key == "cluster"           ? c.cluster
+                             : key == "web_root"          ? c.web_root
+                             : key == "agent_secret_file" ? c.agent_secret_file
+                                                          : c.preset;
         field = v.get<std::string>();
       }
     } else if (key == "sus") {
       s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 10000,
                "an integer 1..10000");
       if (s && !is_given) c.sus = v.get<int>();
+    } else if (key == "heartbeat_timeout" || key == "reconcile_grace") {
+      s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
+               "an integer 0..86400 (seconds)");
+      if (s && !is_given)
+        (key == "heartbeat_timeout" ? c.heartbeat_timeout_s : c.reconcile_grace_s) = v.get<int>();
     } else if (key == "private") {
       s = want(v.is_boolean(), "true or false");
       if (s && !is_given) c.private_reads = v.get<bool>();
     } else {
       s = invalid(file_path + ": " + key +
-                  ": unknown key (known: listen, db, cluster, preset, sus, private)");
+                  ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
+                  "agent_secret_file, heartbeat_timeout, reconcile_grace)");
     }
     if (!s) return s;
   }

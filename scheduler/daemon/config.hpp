@@ -1,5 +1,6 @@
 // The daemon's settings: command-line flags, optionally a JSON config file with the same keys
-// ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false});
+// ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
+//   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -18,6 +19,10 @@ struct DaemonConfig {
   std::string preset = "dgx-h100-superpod";  // used when no cluster file is given
   int sus = 1;
   bool private_reads = false;
+  std::string web_root;            // "" = the default (see api::default_web_root); "none" = no static files
+  std::string agent_secret_file;   // "" = agents are refused
+  int heartbeat_timeout_s = 30;
+  int reconcile_grace_s = -1;      // -1 = the heartbeat timeout
 };
 
 // Fills every key of `file_path` not in `given` (the flags set on the command line).

@@ -21,7 +21,7 @@ bool same_mutable(const JobRecord& a, const JobRecord& b) {
          a.exit_code == b.exit_code && a.reason == b.reason && a.gpus == b.gpus &&
          same_slices(a.slices, b.slices) && a.nodes == b.nodes && a.leaves_spanned == b.leaves_spanned &&
          a.min_leaves == b.min_leaves && a.estimated_start == b.estimated_start &&
-         a.time_to_train_s == b.time_to_train_s;
+         a.time_to_train_s == b.time_to_train_s && a.attempt == b.attempt;
 }
 
 // Copies of the jobs a plan touches, collected so that several changes to one job become one update.
@@ -62,6 +62,7 @@ void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, 
   r.start_time = now;
   r.reason.clear();
   r.estimated_start.reset();
+  ++r.attempt;
 }
 
 }  // namespace
@@ -123,6 +124,8 @@ std::vector<JobId> JobTable::gpu_owners() const {
     for (auto g : r.gpus) owners[static_cast<size_t>(g)] = id;
     for (const auto& s : r.slices) owners[static_cast<size_t>(s.gpu)] = id;
   }
+  for (const auto& [alloc, d] : draining_)
+    for (auto g : d.gpus) owners[static_cast<size_t>(g)] = d.job;
   return owners;
 }
 
@@ -148,7 +151,18 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
       for (JobId dep : r.spec.afterok) s.dependencies.emplace(dep, dependency_state(dep));
     }
   }
+  // Draining allocations hold their GPUs under a negative id, so the core never takes them for a job of its
+  // own; a preemption that names one is ignored by plan_changes() (unknown id).
+  JobId fake = 0;
+  for (const auto& [alloc, d] : draining_) {
+    const JobRecord* r = find(d.job);
+    if (r) s.running.push_back({--fake, &r->spec, d.gpus, {}, now});
+  }
   return s;
+}
+
+void JobTable::hold_gpus(const std::string& alloc, JobId job, std::vector<topology::GpuId> gpus) {
+  if (!gpus.empty()) draining_[alloc] = {job, std::move(gpus)};
 }
 
 WriteBatch JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {
@@ -162,6 +176,7 @@ WriteBatch JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {
       requeued.id = v->id;
       requeued.spec = v->spec;
       requeued.submit_time = v->submit_time;
+      requeued.attempt = v->attempt;
       *v = std::move(requeued);
       v->reason = "preempted by job " + std::to_string(p.job) + "; requeued";
       b.events.push_back({job_subject(victim), now, "scheduler", v->reason});

@@ -44,6 +44,13 @@ class JobTable {
   std::vector<JobId> gpu_owners() const;
   size_t active_count() const { return active_.size(); }
 
+  // GPUs of an ended (or requeued) allocation whose processes may still run: kept out of placements until
+  // every node confirmed the kill or went down. In memory only: after a restart, fencing on register kills
+  // such processes instead. Keyed by allocation id.
+  void hold_gpus(const std::string& alloc, JobId job, std::vector<topology::GpuId> gpus);
+  void release_gpus(const std::string& alloc) { draining_.erase(alloc); }
+  bool holds(const std::string& alloc) const { return draining_.count(alloc) > 0; }
+
   // The pass input; borrows specs held here (valid until the next apply()).
   sched::Snapshot snapshot(int64_t now) const;
   // What applying `plan` at `now` changes; only jobs whose persisted fields change are included.
@@ -60,6 +67,11 @@ class JobTable {
   std::set<JobId> active_;  // not in a terminal state
   std::vector<sched::NodeHealth> health_;
   std::vector<std::string> health_reason_;
+  struct Draining {
+    JobId job = 0;
+    std::vector<topology::GpuId> gpus;
+  };
+  std::map<std::string, Draining> draining_;
 };
 
 // "job:<id>"

@@ -87,7 +87,7 @@ void Service::flush_submits() {
     }
   const Status s = store_->commit(b);
   if (s) {
-    table_.apply(b);
+    applied(b);
     stats_.submits_total += static_cast<int64_t>(b.inserts.size());
     ++stats_.submit_commits_total;
   } else {
@@ -114,7 +114,7 @@ Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who
   auto batch = table_.event_changes(id, event, who.user, clock_());
   if (!batch) return batch.error();
   if (auto s = store_->commit(*batch); !s) return s.error();
-  table_.apply(*batch);
+  applied(*batch);
   spdlog::info("job {} {} by {}", id, jobs::to_string(event), who.user);
   request_pass();
   return *table_.find(id);
@@ -129,9 +129,22 @@ Status Service::set_node_health(const std::string& name, sched::NodeHealth healt
   b.nodes.push_back({name, health, std::move(reason)});
   b.events.push_back({"node:" + name, clock_(), who.user, what});
   if (auto s = store_->commit(b); !s) return s;
-  table_.apply(b);
+  applied(b);
   spdlog::info("node {} {} by {}", name, what, who.user);
   request_pass();
+  return ok();
+}
+
+void Service::applied(const WriteBatch& batch) {
+  table_.apply(batch);
+  for (const auto& o : observers_) o(batch);
+}
+
+Status Service::commit(const WriteBatch& batch) {
+  if (batch.empty()) return ok();
+  if (auto s = store_->commit(batch); !s) return s;
+  applied(batch);
+  if (!batch.updates.empty() || !batch.nodes.empty()) request_pass();
   return ok();
 }
 
@@ -160,7 +173,7 @@ void Service::run_pass() {
     spdlog::error("scheduling pass: commit failed: {}", s.error().message);
     return;
   }
-  table_.apply(b);
+  applied(b);
   last_pass_end_ = Clock::now();
   last_pass_duration_ = last_pass_end_ - t0;
   const double secs = std::chrono::duration<double>(last_pass_duration_).count();

@@ -58,7 +58,20 @@ class Service {
   Status open();
 
   const JobTable& table() const { return table_; }
+  JobTable& table() { return table_; }
   const ServiceStats& stats() const { return stats_; }
+  store::StateStore& store() { return *store_; }
+  const Loop& loop() const { return loop_; }
+  int64_t now() const { return clock_(); }
+
+  // Writes `batch`, applies it to the table, tells every observer and requests a pass: the one path for
+  // state changes made outside the service (the agent hub). Nothing is applied when the commit fails.
+  Status commit(const WriteBatch& batch);
+  // Called after every applied batch (submits, actions, passes, commit()), on the loop.
+  using Observer = std::function<void(const WriteBatch&)>;
+  void add_observer(Observer observer) { observers_.push_back(std::move(observer)); }
+  // Requests a scheduling pass (coalesced and paced; see the header comment).
+  void request_pass();
 
   // The caller a bearer token stands for; kPermission-free: nullopt when the token is unknown.
   Result<std::optional<Caller>> authenticate(const std::string& token);
@@ -82,8 +95,8 @@ class Service {
     SubmitDone done;
   };
   void flush_submits();
-  void request_pass();
   void run_pass();
+  void applied(const WriteBatch& batch);
 
   JobTable table_;
   std::unique_ptr<store::StateStore> store_;
@@ -97,6 +110,7 @@ class Service {
   std::chrono::steady_clock::duration last_pass_duration_{};
   std::unordered_map<std::string, Caller> token_cache_;  // by token hash
   ServiceStats stats_;
+  std::vector<Observer> observers_;
 };
 
 }  // namespace railyard::daemon

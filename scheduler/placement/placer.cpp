@@ -188,11 +188,24 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   for (uint64_t set : sets) {
     if (set == 0 && (best || s.whole_nodes)) break;
     std::vector<NodeId> qualifying;
-    for (NodeId n = 0; n < c.node_count(); ++n) {
-      if (!eligible_node(u, r, n) || u.free_on(n) < k) continue;
-      if (s.whole_nodes && c.node(n).gpus != k) continue;
+    auto consider = [&](NodeId n) {
+      if (!eligible_node(u, r, n) || u.free_on(n) < k) return;
+      if (s.whole_nodes && c.node(n).gpus != k) return;
       if (set != 0 ? set_usable(u, n, set, r.window) : u.usable_on(n, r.window) >= k) qualifying.push_back(n);
+    };
+    // Node order, leaf group by leaf group: a whole-node shape qualifies only whole free nodes, so a leaf
+    // group without one is skipped (the same list as scanning every node).
+    NodeId n = 0;
+    for (DomainId l : c.leaves()) {
+      const auto& leaf = c.domain(l);
+      for (; n < leaf.first_node; ++n) consider(n);
+      if (s.whole_nodes && u.whole_free_nodes(l) == 0) {
+        n = std::max(n, leaf.end_node);
+        continue;
+      }
+      for (; n < leaf.end_node; ++n) consider(n);
     }
+    for (; n < c.node_count(); ++n) consider(n);
     auto fit = smallest_domain_for(c, qualifying, s.nodes);
     if (!fit) continue;
     bool better = !best || fit->level < best->first.level ||

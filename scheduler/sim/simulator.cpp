@@ -71,6 +71,7 @@ class Simulator {
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
   size_t next_arrival_ = 0;
   sched::Snapshot snap_;
+  sched::Scheduler scheduler_;  // the core with its per-cluster caches (same plans as sched::schedule)
   sched::FairShareLedger ledger_;
   std::vector<JobId> gpu_owner_;  // 0 = free
   int64_t busy_ = 0;
@@ -216,7 +217,7 @@ void Simulator::pass(int64_t t) {
   snap_.now = t;
   snap_.user_usage = ledger_.users();
   snap_.project_usage = ledger_.projects();
-  const sched::Plan plan = sched::schedule(snap_);
+  const sched::Plan plan = scheduler_.schedule(snap_);
   ++result_.passes;
   last_pass_ = t;
   dirty_ = false;

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 2> kMigrations = {
+constexpr std::array<std::string_view, 3> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -29,6 +29,11 @@ constexpr std::array<std::string_view, 2> kMigrations = {
     R"(CREATE INDEX jobs_by_state ON jobs(state);
        CREATE INDEX jobs_by_user ON jobs(user);
        CREATE INDEX events_by_subject ON events(subject, seq);)",
+    // 3: agent protocol: the allocation attempt of each job, and the metric samples agents report.
+    R"(ALTER TABLE jobs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+       CREATE TABLE metrics (seq INTEGER PRIMARY KEY AUTOINCREMENT, job INTEGER NOT NULL,
+         alloc TEXT NOT NULL, key TEXT NOT NULL, time REAL NOT NULL, data TEXT NOT NULL);
+       CREATE INDEX metrics_by_job ON metrics(job, seq);)",
 };
 
 // gpus column: whole GPUs as numbers, MIG slices as objects.
@@ -77,6 +82,7 @@ JobRecord read_job(const sql::Stmt& q) {
   r.min_leaves = static_cast<int>(q.int64(11));
   r.estimated_start = q.opt_int64(12);
   r.time_to_train_s = q.opt_real(13);
+  r.attempt = static_cast<int>(q.int64(14));
   return r;
 }
 
@@ -92,7 +98,8 @@ void bind_mutable(sql::Stmt& st, int first, const JobRecord& r) {
       .bind(first + 7, int64_t{r.leaves_spanned})
       .bind(first + 8, int64_t{r.min_leaves})
       .bind(first + 9, r.estimated_start)
-      .bind(first + 10, r.time_to_train_s);
+      .bind(first + 10, r.time_to_train_s)
+      .bind(first + 11, int64_t{r.attempt});
 }
 
 template <typename F>
@@ -159,9 +166,10 @@ void SqliteStateStore::migrate(int target_version) {
 Result<StoredState> SqliteStateStore::load() {
   return guarded([&]() -> Result<StoredState> {
     StoredState s;
-    sql::Stmt q(db_,
-                "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
-                "leaves_spanned, min_leaves, estimated_start, time_to_train_s FROM jobs ORDER BY id");
+    sql::Stmt q(
+        db_,
+        "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
+        "leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt FROM jobs ORDER BY id");
     while (q.step()) s.jobs.push_back(read_job(q));
     sql::Stmt n(db_, "SELECT name, health, reason FROM nodes ORDER BY name");
     while (n.step()) s.nodes.push_back({n.text(0), parse_health(n.text(1)), n.text(2)});
@@ -173,8 +181,8 @@ void SqliteStateStore::write(const WriteBatch& b) {
   sql::Stmt ins(
       db_,
       "INSERT INTO jobs(id, spec, user, submit_time, state, start_time, end_time, exit_code, reason, "
-      "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   for (const auto& r : b.inserts) {
     ins.bind(1, r.id).bind(2, jobs::to_json(r.spec).dump()).bind(3, r.spec.user).bind(4, r.submit_time);
     bind_mutable(ins, 5, r);
@@ -182,16 +190,25 @@ void SqliteStateStore::write(const WriteBatch& b) {
   }
   sql::Stmt upd(db_,
                 "UPDATE jobs SET state=?, start_time=?, end_time=?, exit_code=?, reason=?, gpus=?, nodes=?, "
-                "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=? WHERE id=?");
+                "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=?, attempt=? WHERE id=?");
   for (const auto& r : b.updates) {
     bind_mutable(upd, 1, r);
-    upd.bind(12, r.id).run();
+    upd.bind(13, r.id).run();
   }
   sql::Stmt node(db_, "INSERT OR REPLACE INTO nodes(name, health, reason) VALUES (?,?,?)");
   for (const auto& n : b.nodes)
     node.bind(1, n.name).bind(2, sched::to_string(n.health)).bind(3, n.reason).run();
   sql::Stmt ev(db_, "INSERT INTO events(subject, time, actor, what) VALUES (?,?,?,?)");
   for (const auto& e : b.events) ev.bind(1, e.subject).bind(2, e.time).bind(3, e.actor).bind(4, e.what).run();
+  if (b.metrics.empty()) return;
+  sql::Stmt m(db_, "INSERT INTO metrics(job, alloc, key, time, data) VALUES (?,?,?,?,?)");
+  for (const auto& s : b.metrics)
+    m.bind(1, s.job)
+        .bind(2, s.alloc)
+        .bind(3, s.key)
+        .bind(4, std::optional<double>(s.time))
+        .bind(5, s.data)
+        .run();
 }
 
 Status SqliteStateStore::commit(const WriteBatch& batch) {
@@ -233,6 +250,18 @@ Result<std::vector<EventRecord>> SqliteStateStore::events(const std::string& sub
     q.bind(1, subject).bind(2, int64_t{limit});
     std::vector<EventRecord> out;
     while (q.step()) out.push_back({q.text(0), q.int64(1), q.text(2), q.text(3)});
+    return out;
+  });
+}
+
+Result<std::vector<MetricSample>> SqliteStateStore::metrics(JobId job, int limit) {
+  return guarded([&]() -> Result<std::vector<MetricSample>> {
+    sql::Stmt q(db_,
+                "SELECT job, alloc, key, time, data FROM (SELECT * FROM metrics WHERE job = ?1 "
+                "ORDER BY seq DESC LIMIT ?2) ORDER BY seq");
+    q.bind(1, job).bind(2, int64_t{limit});
+    std::vector<MetricSample> out;
+    while (q.step()) out.push_back({q.int64(0), q.text(1), q.text(2), q.real(3), q.text(4)});
     return out;
   });
 }

@@ -33,6 +33,7 @@ class SqliteStateStore final : public StateStore {
   Status add_token(const TokenRecord& token) override;
   Result<std::optional<TokenRecord>> find_token(const std::string& hash) override;
   Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
+  Result<std::vector<MetricSample>> metrics(JobId job, int limit) override;
 
  private:
   explicit SqliteStateStore(sqlite3* db) : db_(db) {}

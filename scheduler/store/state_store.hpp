@@ -33,6 +33,7 @@ struct JobRecord {
   int leaves_spanned = 0, min_leaves = 0;  // 0 until placed
   std::optional<int64_t> estimated_start;  // set while the job has a reservation
   std::optional<double> time_to_train_s;   // null until an agent reports run_stop
+  int attempt = 0;                         // placements so far; the allocation id is "<id>.<attempt>"
 };
 
 struct NodeRecord {
@@ -60,6 +61,15 @@ struct EventRecord {
   std::string what;
 };
 
+// One MLLOG event or telemetry sample an agent reported for a job (`data` is the event's JSON).
+struct MetricSample {
+  JobId job = 0;
+  std::string alloc;
+  std::string key;  // "run_start", "eval_accuracy", "telemetry", ...
+  double time = 0;  // unix seconds
+  std::string data;
+};
+
 struct StoredState {
   std::vector<JobRecord> jobs;  // by id
   std::vector<NodeRecord> nodes;
@@ -72,7 +82,10 @@ struct WriteBatch {
   std::vector<JobRecord> updates;
   std::vector<NodeRecord> nodes;
   std::vector<EventRecord> events;
-  bool empty() const { return inserts.empty() && updates.empty() && nodes.empty() && events.empty(); }
+  std::vector<MetricSample> metrics;
+  bool empty() const {
+    return inserts.empty() && updates.empty() && nodes.empty() && events.empty() && metrics.empty();
+  }
 };
 
 class StateStore {
@@ -85,6 +98,8 @@ class StateStore {
   virtual Result<std::optional<TokenRecord>> find_token(const std::string& hash) = 0;
   // Newest last; at most `limit`; subject "" for all.
   virtual Result<std::vector<EventRecord>> events(const std::string& subject, int limit) = 0;
+  // A job's metric samples in arrival order, at most `limit` (the newest).
+  virtual Result<std::vector<MetricSample>> metrics(JobId job, int limit) = 0;
 };
 
 }  // namespace railyard::store

@@ -3,6 +3,7 @@
 
 #include <random>
 #include <set>
+#include <string>
 
 #include "scheduler/tests/harness.hpp"
 
@@ -72,6 +73,78 @@ TEST(Property, NoGpuTwiceGangsWholeAndDeterministic) {
       ASSERT_EQ(a.reservations.size(), b.reservations.size()) << "seed " << seed;
       // Every pending job is accounted for exactly once.
       EXPECT_EQ(a.starts.size() + a.pending.size() + a.rejected.size(), h.snapshot().pending.size()) << "seed " << seed;
+    }
+  }
+}
+
+void expect_same_plan(const Plan& a, const Plan& b, const std::string& where) {
+  ASSERT_EQ(a.starts.size(), b.starts.size()) << where;
+  for (size_t i = 0; i < a.starts.size(); ++i) {
+    const Placement &x = a.starts[i], &y = b.starts[i];
+    EXPECT_EQ(x.job, y.job) << where;
+    EXPECT_EQ(x.gpus, y.gpus) << where;
+    ASSERT_EQ(x.slices.size(), y.slices.size()) << where;
+    for (size_t j = 0; j < x.slices.size(); ++j) {
+      EXPECT_EQ(x.slices[j].gpu, y.slices[j].gpu) << where;
+      EXPECT_EQ(x.slices[j].first_slot, y.slices[j].first_slot) << where;
+    }
+    EXPECT_EQ(x.nodes, y.nodes) << where;
+    EXPECT_EQ(x.preempts, y.preempts) << where;
+    EXPECT_EQ(x.leaves_spanned, y.leaves_spanned) << where;
+    EXPECT_EQ(x.allreduce_s, y.allreduce_s) << where;
+  }
+  ASSERT_EQ(a.reservations.size(), b.reservations.size()) << where;
+  for (size_t i = 0; i < a.reservations.size(); ++i) {
+    EXPECT_EQ(a.reservations[i].job, b.reservations[i].job) << where;
+    EXPECT_EQ(a.reservations[i].start_time, b.reservations[i].start_time) << where;
+    EXPECT_EQ(a.reservations[i].gpus, b.reservations[i].gpus) << where;
+  }
+  ASSERT_EQ(a.pending.size(), b.pending.size()) << where;
+  for (size_t i = 0; i < a.pending.size(); ++i) {
+    EXPECT_EQ(a.pending[i].job, b.pending[i].job) << where;
+    EXPECT_EQ(a.pending[i].reason, b.pending[i].reason) << where;
+    EXPECT_EQ(a.pending[i].message, b.pending[i].message) << where;
+    EXPECT_EQ(a.pending[i].estimated_start, b.pending[i].estimated_start) << where;
+  }
+  ASSERT_EQ(a.rejected.size(), b.rejected.size()) << where;
+  for (size_t i = 0; i < a.rejected.size(); ++i) EXPECT_EQ(a.rejected[i].job, b.rejected[i].job) << where;
+}
+
+// The persistent Scheduler (the simulator's path) reuses its usage buffers across passes; its plans must
+// be exactly those of a fresh sched::schedule() on every snapshot of an evolving cluster: jobs start, end
+// out of order (swap-and-pop, as the simulator does), MIG slices come and go, nodes drain and come back.
+TEST(Property, PersistentSchedulerPlansEqualFreshPasses) {
+  const int sizes[] = {1, 2, 4, 8, 8, 16, 24, 32};
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937 rng(seed);
+    auto h = random_workload(seed, seed % 3 != 0);
+    h.snapshot().config.explain = seed % 2 == 0;
+    Scheduler scheduler;
+    for (int step = 0; step < 20; ++step) {
+      const std::string where = "seed " + std::to_string(seed) + " step " + std::to_string(step);
+      Plan fresh = schedule(h.snapshot());
+      Plan kept = scheduler.schedule(h.snapshot());
+      expect_same_plan(fresh, kept, where);
+      h.apply(fresh);
+      auto& snap = h.snapshot();
+      for (int done = static_cast<int>(rng() % 4); done > 0 && !snap.running.empty(); --done) {
+        const size_t pos = rng() % snap.running.size();
+        snap.running[pos] = std::move(snap.running.back());
+        snap.running.pop_back();
+      }
+      for (int added = static_cast<int>(rng() % 5); added > 0; --added) {
+        jobs::JobSpec s = spec_gpus(sizes[rng() % 8], 10 + static_cast<int64_t>(rng() % 2000), "u" + std::to_string(rng() % 4));
+        if (rng() % 6 == 0) s.gpus = 1, s.mig = "1g.10gb";
+        if (rng() % 5 == 0) s.qos = jobs::Qos::kHigh;
+        h.submit(s, snap.now);
+      }
+      if (rng() % 5 == 0) {
+        snap.health.assign(static_cast<size_t>(h.cluster().node_count()), NodeHealth::kUp);
+        snap.health[rng() % snap.health.size()] = NodeHealth::kDrain;
+      } else if (rng() % 5 == 0) {
+        snap.health.clear();
+      }
+      snap.now += 1 + static_cast<int64_t>(rng() % 600);
     }
   }
 }

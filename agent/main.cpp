@@ -1,0 +1,226 @@
+// railyard-agent: one per node (or one for many emulated nodes). Connects out to the scheduler over a
+// WebSocket (scheduler/PROTOCOL.md), reconnects with capped, jittered exponential backoff, and drives a
+// Session from one thread: frames in, a 50 ms tick for supervision, metrics, heartbeats and health.
+//
+// SIGTERM/SIGINT: close the connection and exit, leaving the workers running (a restarted agent adopts
+// them; the scheduler fails the node's jobs only after its heartbeat timeout). With --kill-workers-on-exit
+// (what `railyard up` should pass: a stopped local cluster takes its jobs with it) the agent first ends
+// every allocation (SIGTERM, SIGKILL after --grace) and keeps their alloc_finished reports on disk.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "agent/session/session.hpp"
+#include "common/hostlist.hpp"
+#include "common/net/ws_client.hpp"
+
+namespace {
+
+using namespace railyard;
+using namespace std::chrono;
+
+struct Flags {
+  std::string scheduler = "http://127.0.0.1:8600";
+  std::string secret_file;
+  std::vector<std::string> node;
+  std::string nodes;
+  std::string emulate;
+  std::string state_dir = "/var/lib/railyard-agent";
+  bool allow_root_jobs = false;
+  double grace_s = 10;
+  std::string exec_helper;
+  std::string mpirun = "mpirun";
+  std::string health_script;
+  long long min_free_mb = 1024;
+  double reconnect_max_s = 30;
+  std::string log_level = "info";
+  bool kill_workers_on_exit = false;
+};
+
+// http://HOST:PORT[/...] or ws://... -> ws://HOST:PORT/api/v1/agent, and the http:// base for workers.
+bool scheduler_urls(const std::string& url, std::string& ws, std::string& http) {
+  auto parsed = net::parse_ws_url(url);
+  if (!parsed) return false;
+  ws = "ws://" + parsed->host + ":" + parsed->port + "/api/v1/agent";
+  http = "http://" + parsed->host + ":" + parsed->port;
+  return true;
+}
+
+std::string read_secret(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read the secret file " + path);
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  if (s.empty()) throw std::runtime_error("the secret file " + path + " is empty");
+  return s;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// Reconnects with exponential backoff (0.5 s doubling to the cap, each wait drawn in [delay/2, delay]).
+class Connection {
+ public:
+  Connection(boost::asio::io_context& io, agent::Session& session, std::string url, duration<double> cap)
+      : io_(io),
+        session_(session),
+        url_(std::move(url)),
+        cap_(cap),
+        ws_(io),
+        timer_(io),
+        rng_(std::random_device{}()) {
+    ws_.on_open([this] {
+      spdlog::info("connected to {}", url_);
+      session_.connected([this](const std::string& text) { ws_.send(text); });
+    });
+    ws_.on_message([this](std::string text) {
+      const bool was = session_.registered();
+      session_.receive(text);
+      if (!was && session_.registered()) {
+        spdlog::info("registered; heartbeat every {} ms", session_.heartbeat_interval().count());
+        delay_ = kFirstDelay;
+      }
+    });
+    ws_.on_close([this](const std::string& reason) {
+      session_.disconnected();
+      if (stopping_) return;
+      std::uniform_real_distribution<double> jitter(0.5, 1.0);
+      const auto wait = duration_cast<milliseconds>(delay_ * jitter(rng_));
+      spdlog::warn("disconnected ({}); reconnecting in {} ms", reason, wait.count());
+      delay_ = std::min<duration<double>>(delay_ * 2, cap_);
+      timer_.expires_after(wait);
+      timer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec && !stopping_) ws_.connect(url_);
+      });
+    });
+  }
+  void start() { ws_.connect(url_); }
+  void stop() {
+    stopping_ = true;
+    timer_.cancel();
+    ws_.close();
+  }
+
+ private:
+  static constexpr duration<double> kFirstDelay{0.5};
+  boost::asio::io_context& io_;
+  agent::Session& session_;
+  std::string url_;
+  duration<double> cap_;
+  net::WsClient ws_;
+  boost::asio::steady_timer timer_;
+  std::mt19937 rng_;
+  duration<double> delay_ = kFirstDelay;
+  bool stopping_ = false;
+};
+
+void tick_every(boost::asio::steady_timer& timer, agent::Session& session) {
+  timer.expires_after(milliseconds(50));
+  timer.async_wait([&timer, &session](boost::system::error_code ec) {
+    if (ec) return;
+    session.tick(agent::Session::Clock::now());
+    tick_every(timer, session);
+  });
+}
+
+int run(const Flags& f) {
+  agent::SessionOptions o;
+  std::string ws_url;
+  if (!scheduler_urls(f.scheduler, ws_url, o.scheduler_url))
+    throw std::runtime_error("bad --scheduler URL '" + f.scheduler + "' (http://HOST:PORT)");
+  o.secret = read_secret(f.secret_file);
+  o.nodes = f.node;
+  if (!f.nodes.empty()) {
+    auto names = expand_hostlist(f.nodes, 4096);
+    if (!names) throw std::runtime_error("--nodes: " + names.error().message);
+    o.nodes.insert(o.nodes.end(), names->begin(), names->end());
+  }
+  if (o.nodes.empty()) o.nodes.push_back(hostname());
+  o.agent_id = hostname() + ":" + std::to_string(getpid());
+  o.state_dir = std::filesystem::absolute(f.state_dir);  // workers run in their own directories
+  o.emulate = f.emulate;
+  o.allow_root_jobs = f.allow_root_jobs;
+  o.exec_helper = f.exec_helper;
+  o.mpirun = f.mpirun;
+  o.grace = duration_cast<milliseconds>(duration<double>(f.grace_s));
+  o.health.script = f.health_script;
+  o.health.min_free_bytes = f.min_free_mb << 20;
+  o.log = [](const std::string& text) { spdlog::info("{}", text); };
+  const size_t node_count = o.nodes.size();
+  auto session = agent::Session::create(std::move(o));
+  if (!session) throw std::runtime_error(session.error().message);
+  spdlog::info("hosting {} node(s), {} running allocation(s) adopted", node_count, (*session)->allocations());
+
+  boost::asio::io_context io;
+  Connection conn(io, **session, ws_url, duration<double>(f.reconnect_max_s));
+  boost::asio::steady_timer ticker(io);
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](boost::system::error_code, int sig) {
+    conn.stop();
+    ticker.cancel();
+    io.stop();
+    if (!f.kill_workers_on_exit) {
+      spdlog::info("signal {}: disconnected; {} allocation(s) keep running", sig, (*session)->allocations());
+      return;
+    }
+    spdlog::info("signal {}: ending {} allocation(s)", sig, (*session)->allocations());
+    (*session)->cancel_all("agent stopped");
+    const auto until = steady_clock::now() + duration<double>(f.grace_s) + seconds(2);
+    while ((*session)->allocations() > 0 && steady_clock::now() < until) {
+      (*session)->tick(agent::Session::Clock::now());
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  conn.start();
+  tick_every(ticker, **session);
+  io.run();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"railyard-agent: runs jobs on this node (or on emulated nodes) for railyard-scheduler"};
+  app.add_option("--scheduler", f.scheduler, "scheduler URL, http://HOST:PORT")->capture_default_str();
+  app.add_option("--secret-file", f.secret_file, "file holding the cluster secret")->required();
+  app.add_option("--node", f.node, "node name this agent hosts (repeatable; default: the host name)");
+  app.add_option("--nodes", f.nodes, "host list of nodes this agent hosts, e.g. 'dgx[001-128]'");
+  app.add_option("--emulate", f.emulate,
+                 "emulated node profile (dgx-h100, dgx-a100, ...) instead of probing");
+  app.add_option("--state-dir", f.state_dir, "state directory (allocations, logs)")->capture_default_str();
+  app.add_flag("--allow-root-jobs", f.allow_root_jobs, "as root, run jobs without a known user as root");
+  app.add_option("--grace", f.grace_s, "seconds between SIGTERM and SIGKILL")->capture_default_str();
+  app.add_option("--exec-helper", f.exec_helper, "railyard-agent-exec (default: next to this program)");
+  app.add_option("--mpirun", f.mpirun, "mpirun to use for mpi jobs")->capture_default_str();
+  app.add_option("--health-script", f.health_script,
+                 "run as SCRIPT NODE every 30 s; non-zero drains the node");
+  app.add_option("--min-free-mb", f.min_free_mb, "free space the state dir needs")->capture_default_str();
+  app.add_option("--reconnect-max", f.reconnect_max_s, "cap of the reconnect backoff, s")
+      ->capture_default_str();
+  app.add_flag("--kill-workers-on-exit", f.kill_workers_on_exit,
+               "on SIGTERM, end every job's processes first (local clusters; default: leave them running)");
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(f.log_level));
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    return run(f);
+  } catch (const std::exception& e) {
+    std::cerr << "railyard-agent: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,146 @@
+#include "agent/session/protocol.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <chrono>
+#include <fstream>
+#include <type_traits>
+
+#include "jobs/spec_json.hpp"
+
+namespace railyard::agent {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string hmac_sha256_hex(const std::string& key, const std::string& data) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[mac[i] >> 4];
+    out += kHex[mac[i] & 15];
+  }
+  return out;
+}
+
+std::string register_mac(const std::string& secret, const std::string& challenge, const std::string& agent,
+                         const std::vector<std::string>& nodes) {
+  std::string joined;
+  for (size_t i = 0; i < nodes.size(); ++i) joined += (i ? "," : "") + nodes[i];
+  return hmac_sha256_hex(secret, challenge + "\n" + agent + "\n" + joined);
+}
+
+std::string exec_token(const std::string& secret, const std::string& alloc) {
+  return hmac_sha256_hex(secret, "exec\n" + alloc);
+}
+
+json message(const char* type) { return json{{"type", type}, {"v", kProtocolVersion}}; }
+
+long long job_of_alloc(const std::string& alloc) {
+  try {
+    size_t used = 0;
+    const long long job = std::stoll(alloc, &used);
+    return used > 0 && (used == alloc.size() || alloc[used] == '.') ? job : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+Result<LaunchRequest> parse_launch(const json& o) {
+  LaunchRequest r;
+  try {
+    r.alloc_id = o.at("alloc").get<std::string>();
+    r.job_id = o.at("job").get<long long>();
+    r.node_rank = o.at("node_rank").get<int>();
+    for (const auto& n : o.at("nodes"))
+      r.nodes.push_back(NodeSlots{n.at("name").get<std::string>(), n.at("gpus").get<std::vector<int>>()});
+    auto spec = jobs::parse_job_spec(o.at("spec"));
+    if (!spec) return invalid("launch.spec: " + spec.error().message);
+    r.spec = std::move(*spec);
+    if (o.contains("master_addr")) r.master_addr = o["master_addr"].get<std::string>();
+    if (o.contains("master_port")) r.master_port = o["master_port"].get<int>();
+    if (o.contains("time_limit_s")) r.time_limit = std::chrono::seconds(o["time_limit_s"].get<long long>());
+  } catch (const json::exception& e) {
+    return invalid(std::string("launch: ") + e.what());
+  }
+  if (r.node_rank < 0 || r.node_rank >= static_cast<int>(r.nodes.size()))
+    return invalid("launch: node_rank outside nodes");
+  if (o.value("node", "") != r.local().name) return invalid("launch: node is not nodes[node_rank]");
+  return r;
+}
+
+json to_json(const MetricEvent& event) {
+  return std::visit(
+      [](const auto& e) -> json {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, RunStart>) {
+          return {{"key", "run_start"}, {"t", e.time_ms / 1000.0}};
+        } else if constexpr (std::is_same_v<E, RunStop>) {
+          return {{"key", "run_stop"}, {"t", e.time_ms / 1000.0}, {"status", e.status}};
+        } else if constexpr (std::is_same_v<E, EvalPoint>) {
+          json j{{"key", e.metric}, {"t", e.time_ms / 1000.0}, {"value", e.value}};
+          if (e.epoch) j["epoch"] = *e.epoch;
+          return j;
+        } else if constexpr (std::is_same_v<E, Throughput>) {
+          return {
+              {"key", "throughput"}, {"t", e.time_ms / 1000.0}, {"value", e.value}, {"unit", "samples/s"}};
+        } else {
+          return {{"key", "time_to_train"}, {"value", e.seconds}, {"reason", e.reason}};
+        }
+      },
+      event);
+}
+
+FinishedStore::FinishedStore(fs::path dir) : dir_(std::move(dir)) {
+  using namespace std::chrono;
+  next_seq_ = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    json report = json::parse(in, nullptr, false);
+    if (report.is_discarded() || !report.contains("seq") || !report["seq"].is_number_integer()) {
+      fs::remove(entry.path(), ec);
+      continue;
+    }
+    const auto seq = report["seq"].get<std::int64_t>();
+    next_seq_ = std::max(next_seq_, seq + 1);
+    pending_.emplace(seq, std::move(report));
+  }
+}
+
+json FinishedStore::add(json report) {
+  const std::int64_t seq = next_seq_++;
+  report["seq"] = seq;
+  const fs::path file = dir_ / (std::to_string(seq) + ".json");
+  const fs::path tmp = dir_ / (std::to_string(seq) + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << report.dump();
+    out.flush();
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);  // on failure the report still lives in memory until acked
+  pending_.emplace(seq, report);
+  return report;
+}
+
+void FinishedStore::ack(std::int64_t seq) {
+  if (pending_.erase(seq) == 0) return;
+  std::error_code ec;
+  fs::remove(dir_ / (std::to_string(seq) + ".json"), ec);
+}
+
+std::vector<json> FinishedStore::pending() const {
+  std::vector<json> out;
+  for (const auto& [seq, report] : pending_) out.push_back(report);
+  return out;
+}
+
+}  // namespace railyard::agent

@@ -1,0 +1,222 @@
+#include "agent/session/session.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "agent/launch/launcher.hpp"
+#include "agent/launch/plan.hpp"
+#include "agent/launch/process.hpp"
+#include "agent/launch/supervisor.hpp"
+#include "agent/session/session_internal.hpp"
+#include "agent/state/alloc_state.hpp"
+#include "agent/streams/tailer.hpp"
+#include "agent/streams/telemetry.hpp"
+
+namespace railyard::agent {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+bool safe_name(const std::string& s) {
+  return !s.empty() && s.find('/') == std::string::npos && s != "." && s != ".." && s.front() != '.';
+}
+
+}  // namespace
+
+Session::Session(SessionOptions options)
+    : options_(std::move(options)), finished_(options_.state_dir / "finished") {}
+
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
+  if (options.nodes.empty()) return invalid("no node to host");
+  for (const auto& name : options.nodes)
+    if (!safe_name(name)) return invalid("bad node name '" + name + "'");
+  std::error_code ec;
+  fs::create_directories(options.state_dir / "nodes", ec);
+  if (ec) return internal_error("cannot create " + options.state_dir.string() + ": " + ec.message());
+  std::unique_ptr<Session> s(new Session(std::move(options)));
+  const SessionOptions& o = s->options_;
+  for (const auto& name : o.nodes) {
+    DiscoveryOptions d;
+    d.node_name = name;
+    d.emulate = o.emulate;
+    auto inventory = discover(d);
+    if (!inventory) return inventory.error();
+    auto n = std::make_unique<Node>();
+    n->name = name;
+    n->dir = o.state_dir / "nodes" / name;
+    n->inventory = std::move(*inventory);
+    fs::create_directories(n->dir, ec);
+    LauncherOptions lo;
+    lo.state_dir = n->dir;
+    lo.allow_root_jobs = o.allow_root_jobs;
+    lo.exec_helper = o.exec_helper;
+    lo.mpirun = o.mpirun;
+    lo.log = [sp = s.get()](const std::string& text) { sp->log(text); };
+    n->launcher = std::make_unique<Launcher>(lo, n->inventory);
+    n->supervisor =
+        std::make_unique<Supervisor>(SupervisorOptions{n->dir, o.grace, std::chrono::milliseconds(20)});
+    n->health = std::make_unique<HealthChecker>(o.health, n->inventory, n->dir);
+    for (auto& rec : recover(n->dir).alive) {
+      Alloc a;
+      a.job = rec.job_id;
+      for (const auto& r : rec.ranks) {
+        a.pgids.push_back(r.pgid);
+        if (r.rank == 0) {
+          a.tailer.emplace(r.stdout_path);  // read again from the start: the tracker needs run_start
+          a.tracker.emplace();
+        }
+      }
+      s->log("adopted " + rec.alloc_id + " on " + name + " (" + std::to_string(rec.ranks.size()) +
+             " processes)");
+      n->allocs.emplace(rec.alloc_id, std::move(a));
+      n->supervisor->adopt(std::move(rec));
+    }
+    s->nodes_.push_back(std::move(n));
+  }
+  return s;
+}
+
+size_t Session::allocations() const {
+  size_t total = 0;
+  for (const auto& n : nodes_) total += n->supervisor->size();
+  return total;
+}
+
+void Session::log(const std::string& text) const {
+  if (options_.log)
+    options_.log(text);
+  else
+    std::cerr << "railyard-agent: " << text << "\n";
+}
+
+void Session::send(const json& msg) {
+  if (send_) send_(msg.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+Session::Node* Session::node(const std::string& name) {
+  for (auto& n : nodes_)
+    if (n->name == name) return n.get();
+  return nullptr;
+}
+
+void Session::connected(Send send) {
+  send_ = std::move(send);
+  registered_ = false;
+}
+
+void Session::disconnected() {
+  send_ = nullptr;
+  registered_ = false;
+}
+
+void Session::answer_error(const std::string& code, const std::string& message_text) {
+  json e = message("error");
+  e["code"] = code;
+  e["message"] = message_text;
+  send(e);
+}
+
+void Session::receive(std::string_view text) {
+  json msg = json::parse(text, nullptr, false);
+  if (msg.is_discarded() || !msg.is_object() || !msg.contains("type") || !msg["type"].is_string())
+    return answer_error("bad_message", "not a JSON object with a type");
+  const std::string type = msg["type"];
+  try {
+    if (type == "hello") return on_hello(msg);
+    if (type == "registered") return on_registered(msg);
+    if (type == "error") {
+      return log("scheduler error " + msg.value("code", std::string("?")) + ": " +
+                 msg.value("message", std::string()));
+    }
+    if (!registered_) return answer_error("not_registered", "'" + type + "' before registration");
+    if (type == "launch") return on_launch(msg);
+    if (type == "kill") return on_kill(msg.at("alloc"), msg.at("node"), msg.value("reason", std::string()));
+    if (type == "exec") return on_exec(msg);
+    if (type == "logs") return on_logs(msg);
+    if (type == "ack") return finished_.ack(msg.at("seq").get<std::int64_t>());
+    answer_error("unknown_type", "unknown message type '" + type + "'");
+  } catch (const json::exception& e) {
+    answer_error("bad_message", type + ": " + e.what());
+  }
+}
+
+json Session::node_entry(const Node& n) const {
+  const Inventory& inv = n.inventory;
+  json hcas = json::array();
+  for (const auto& h : inv.hcas) hcas.push_back(h.name);
+  json inventory{{"profile", inv.profile}, {"gpu_type", inv.gpu_type},
+                 {"gpus", inv.gpu_count},  {"gpu_memory_mib", inv.gpu_memory_bytes >> 20},
+                 {"hcas", hcas},           {"source", inv.source}};
+  json running = json::array();
+  for (const auto& rec : n.supervisor->records()) {
+    json ranks = json::array(), pids = json::array();
+    for (const auto& r : rec.ranks) {
+      ranks.push_back(r.rank);
+      pids.push_back(r.pid);
+    }
+    running.push_back({{"alloc", rec.alloc_id}, {"job", rec.job_id}, {"ranks", ranks}, {"pids", pids}});
+  }
+  const HealthStatus& h = n.health->status();
+  return {{"name", n.name},
+          {"inventory", inventory},
+          {"running", running},
+          {"health", {{"ok", h.ok}, {"reason", h.reason}}}};
+}
+
+void Session::on_hello(const json& msg) {
+  const std::string challenge = msg.at("challenge");
+  json reg = message("register");
+  reg["agent"] = options_.agent_id;
+  reg["nodes"] = json::array();
+  for (const auto& n : nodes_) reg["nodes"].push_back(node_entry(*n));
+  reg["finished"] = finished_.pending();
+  reg["mac"] = register_mac(options_.secret, challenge, options_.agent_id, options_.nodes);
+  send(reg);
+}
+
+void Session::on_registered(const json& msg) {
+  registered_ = true;
+  heartbeat_ = std::chrono::seconds(std::max(1, msg.value("heartbeat_s", 5)));
+  next_heartbeat_ = {};
+  for (const auto& r : msg.value("rejected", json::array()))
+    log("node " + r.value("name", std::string()) + " rejected: " + r.value("reason", std::string()));
+  for (const auto& k : msg.value("kill", json::array()))
+    on_kill(k.at("alloc"), k.at("node"), k.value("reason", std::string("fenced")));
+  for (const auto& n : nodes_) {
+    const HealthStatus& h = n->health->status();
+    if (h.ok) continue;
+    json m = message("health");
+    m.update({{"node", n->name}, {"ok", false}, {"reason", h.reason}});
+    send(m);
+  }
+}
+
+void Session::cancel_all(const std::string& reason) {
+  for (auto& n : nodes_)
+    for (const auto& rec : n->supervisor->records()) on_kill(rec.alloc_id, n->name, reason);
+}
+
+void Session::tick(Clock::time_point now) {
+  if (registered_ && now >= next_heartbeat_) {
+    json hb = message("heartbeat");
+    hb["nodes"] = options_.nodes;
+    hb["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    send(hb);
+    next_heartbeat_ = now + heartbeat_;
+  }
+  for (auto& n : nodes_) {
+    poll_node(*n, now);
+    if (auto h = n->health->poll(now); h && registered_) {
+      json m = message("health");
+      m.update({{"node", n->name}, {"ok", h->ok}, {"reason", h->reason}});
+      send(m);
+    }
+  }
+}
+
+}  // namespace railyard::agent

@@ -1,0 +1,104 @@
+// Session: the agent's side of scheduler/PROTOCOL.md, without any networking. The transport (main.cpp's
+// WebSocket client, or a test's fake) hands it text frames and a send function; a timer calls tick().
+//
+//   connected(send) --hello--> register {nodes+inventory+health, running, finished, mac} --registered-->
+//   heartbeats every heartbeat_s      orders: launch --> Launcher/Supervisor --> launched | launch_failed
+//                                             kill   --> Supervisor::cancel  --> alloc_finished(cancelled)
+//                                             exec   --> orted in the held mpi allocation --> exec_started
+//                                             logs   --> log_chunk;  ack --> FinishedStore::ack
+//   tick(): Supervisor::poll per node --> alloc_finished (stored until ack); rank 0 stdout --> MllogTracker
+//           + /proc telemetry --> metrics (at most once per metrics_interval per allocation); health.
+//
+// One Session hosts every node of the agent process; each node has its own state directory
+// <state_dir>/<node>, Launcher and Supervisor. Workers outlive the connection and the agent process:
+// create() finds them again with recover(). Thread safety: none; call everything from one thread.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/session/health.hpp"
+#include "agent/session/protocol.hpp"
+#include "common/result.hpp"
+
+namespace railyard::agent {
+
+struct SessionOptions {
+  std::string agent_id;       // "host:pid"
+  std::string secret;         // the cluster secret
+  std::string scheduler_url;  // http://HOST:PORT, given to workers as RAILYARD_URL ("" = not set)
+  std::filesystem::path state_dir;
+  std::vector<std::string> nodes;
+  std::string emulate;  // built-in profile; "" = probe the hardware (fallback: none)
+  bool allow_root_jobs = false;
+  std::string exec_helper;  // "" = railyard-agent-exec next to this executable
+  std::string mpirun = "mpirun";
+  std::chrono::milliseconds grace{10000};
+  std::chrono::milliseconds metrics_interval{1000};
+  std::chrono::milliseconds telemetry_interval{5000};  // metrics with telemetry only, when no events
+  HealthOptions health;
+  std::function<void(const std::string&)> log;  // default: stderr
+};
+
+class Session {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Send = std::function<void(const std::string&)>;
+
+  // Discovers every node, creates its state directory and adopts the workers recover() finds there.
+  static Result<std::unique_ptr<Session>> create(SessionOptions options);
+  ~Session();
+
+  void connected(Send send);  // a new connection: waits for `hello`
+  void disconnected();        // workers keep running; reports wait for the next registration
+  void receive(std::string_view text);
+  void tick(Clock::time_point now);
+
+  // Cancels every allocation on every node (SIGTERM, SIGKILL after grace); keep calling tick() until
+  // allocations() is 0. For `--kill-workers-on-exit` (the local cluster: jobs go with their nodes).
+  void cancel_all(const std::string& reason);
+
+  bool registered() const { return registered_; }
+  std::chrono::milliseconds heartbeat_interval() const { return heartbeat_; }
+  size_t allocations() const;  // supervised allocations, every node
+  size_t unacknowledged() const { return finished_.size(); }
+
+  struct Node;
+  struct Alloc;
+
+ private:
+  explicit Session(SessionOptions options);
+
+  void send(const nlohmann::json& msg);
+  void log(const std::string& text) const;
+  void on_hello(const nlohmann::json& msg);
+  void on_registered(const nlohmann::json& msg);
+  void on_launch(const nlohmann::json& msg);
+  void on_kill(const std::string& alloc, const std::string& node, const std::string& reason);
+  void on_exec(const nlohmann::json& msg);
+  void on_logs(const nlohmann::json& msg);
+  void answer_error(const std::string& code, const std::string& message);
+  Node* node(const std::string& name);
+
+  void poll_node(Node& n, Clock::time_point now);
+  void finished(Node& n, const std::string& alloc, long long job, const std::string& state, int code);
+  void stream_metrics(Node& n, Alloc& a, const std::string& alloc, Clock::time_point now, bool final);
+  nlohmann::json node_entry(const Node& n) const;
+
+  SessionOptions options_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  FinishedStore finished_;
+  Send send_;
+  bool registered_ = false;
+  std::chrono::milliseconds heartbeat_{5000};
+  Clock::time_point next_heartbeat_{};
+};
+
+}  // namespace railyard::agent

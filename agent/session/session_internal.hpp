@@ -1,0 +1,47 @@
+// What a Session keeps per node and per allocation; shared by session.cpp and session_orders.cpp only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/discovery/inventory.hpp"
+#include "agent/launch/launcher.hpp"
+#include "agent/launch/supervisor.hpp"
+#include "agent/session/session.hpp"
+#include "agent/streams/metrics.hpp"
+#include "agent/streams/tailer.hpp"
+
+namespace railyard::agent {
+
+struct Session::Alloc {
+  long long job = 0;
+  std::string user;
+  std::vector<int> gpus;             // this node's GPUs of the allocation
+  std::vector<pid_t> pgids;          // for telemetry
+  std::optional<FileTailer> tailer;  // rank 0's stdout, where rank 0 runs here
+  std::optional<MllogTracker> tracker;
+  nlohmann::json events = nlohmann::json::array();
+  int malformed_sent = 0;
+  Clock::time_point next_metrics{};
+  Clock::time_point next_telemetry{};
+  int signal = 0;
+  std::string message;  // why it ended: the first failing rank, or the kill order
+  int execs = 0;
+};
+
+struct Session::Node {
+  std::string name;
+  std::filesystem::path dir;  // <state>/nodes/<name>
+  Inventory inventory;
+  std::unique_ptr<Launcher> launcher;
+  std::unique_ptr<Supervisor> supervisor;
+  std::unique_ptr<HealthChecker> health;
+  std::map<std::string, Alloc> allocs;
+};
+
+}  // namespace railyard::agent

@@ -1,0 +1,292 @@
+// Session: the scheduler's orders (launch, kill, exec, logs) and what the supervisors report back.
+#include <csignal>
+#include <fstream>
+
+#include "agent/launch/launcher.hpp"
+#include "agent/launch/plan.hpp"
+#include "agent/launch/process.hpp"
+#include "agent/launch/supervisor.hpp"
+#include "agent/session/session_internal.hpp"
+#include "agent/state/alloc_state.hpp"
+#include "agent/streams/tailer.hpp"
+#include "agent/streams/telemetry.hpp"
+
+namespace railyard::agent {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxPendingEvents = 10'000;  // per allocation while disconnected; older ones are dropped
+constexpr size_t kMaxLogChunk = 512 * 1024;   // leaves room for JSON escaping under the 1 MiB frame limit
+
+long long unix_ms_now() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// Length of the longest prefix of `data` that does not end inside a UTF-8 sequence.
+size_t utf8_boundary(const std::string& data) {
+  const size_t n = data.size();
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(data[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? n - back : n;
+  }
+  return n;
+}
+
+std::string join_words(const std::vector<std::string>& argv) {
+  std::string out;
+  for (size_t i = 0; i < argv.size(); ++i) out += (i ? " " : "") + argv[i];
+  return out;
+}
+
+}  // namespace
+
+void Session::on_launch(const json& msg) {
+  json reply{{"alloc", msg.value("alloc", std::string())},
+             {"job", msg.value("job", 0LL)},
+             {"node", msg.value("node", std::string())}};
+  auto fail = [&](const std::string& why) {
+    json m = message("launch_failed");
+    m.update(reply);
+    m["message"] = why;
+    send(m);
+  };
+  auto req = parse_launch(msg);
+  if (!req) return fail(req.error().message);
+  Node* n = node(req->local().name);
+  if (!n) return fail("node " + req->local().name + " is not hosted by this agent");
+  json launched = message("launched");
+  launched.update(reply);
+  launched["ranks"] = json::array();
+  if (n->allocs.count(req->alloc_id)) {  // a repeated order (after a reconnect): report what runs
+    for (const auto& rec : n->supervisor->records())
+      if (rec.alloc_id == req->alloc_id)
+        for (const auto& r : rec.ranks) launched["ranks"].push_back({{"rank", r.rank}, {"pid", r.pid}});
+    return send(launched);
+  }
+  Alloc a;
+  a.job = req->job_id;
+  a.user = req->spec.user;
+  a.gpus = req->local().gpus;
+  if (!options_.scheduler_url.empty()) req->spec.env["RAILYARD_URL"] = options_.scheduler_url;
+  req->spec.env["RAILYARD_EXEC_TOKEN"] = exec_token(options_.secret, req->alloc_id);
+
+  if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
+    // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
+    AllocRecord rec{req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, "", {}};
+    if (auto s = write_state(n->dir, rec); !s) log(s.error().message);
+    n->supervisor->hold(std::move(rec));
+    n->allocs.emplace(req->alloc_id, std::move(a));
+    return send(launched);
+  }
+  auto started = n->launcher->launch(*req);
+  if (!started) return fail(started.error().message);
+  for (const auto& r : started->record.ranks) {
+    a.pgids.push_back(r.pgid);
+    launched["ranks"].push_back({{"rank", r.rank}, {"pid", r.pid}});
+    if (r.rank == 0) {
+      a.tailer.emplace(r.stdout_path);
+      std::optional<MetricTarget> target;
+      if (req->spec.target) target = MetricTarget{req->spec.target->metric, req->spec.target->value};
+      a.tracker.emplace(target);
+    }
+  }
+  n->supervisor->add(std::move(started->record));
+  n->allocs.emplace(req->alloc_id, std::move(a));
+  send(launched);
+}
+
+void Session::on_kill(const std::string& alloc, const std::string& node_name, const std::string& reason) {
+  Node* n = node(node_name);
+  if (n && n->supervisor->contains(alloc)) {
+    if (auto it = n->allocs.find(alloc); it != n->allocs.end() && it->second.message.empty())
+      it->second.message = "killed: " + reason;
+    (void)n->supervisor->cancel(alloc);  // alloc_finished (cancelled) follows from poll_node
+    return;
+  }
+  // Nothing runs: answer at once, so the scheduler frees the GPUs.
+  json report{{"alloc", alloc},
+              {"job", job_of_alloc(alloc)},
+              {"node", node_name},
+              {"state", "cancelled"},
+              {"exit_code", 0},
+              {"signal", 0},
+              {"message", "not running here"}};
+  json m = message("alloc_finished");
+  m.update(finished_.add(std::move(report)));
+  send(m);
+}
+
+void Session::on_exec(const json& msg) {
+  json failed = message("exec_failed");
+  failed["req"] = msg.at("req");
+  const std::string alloc = msg.at("alloc");
+  const std::string node_name = msg.at("node");
+  const auto argv = msg.at("argv").get<std::vector<std::string>>();
+  Node* n = node(node_name);
+  auto it = n ? n->allocs.find(alloc) : decltype(n->allocs.end()){};
+  if (!n || it == n->allocs.end() || !n->supervisor->contains(alloc) || argv.empty()) {
+    failed["message"] = argv.empty() ? "empty argv" : "no allocation " + alloc + " on " + node_name;
+    return send(failed);
+  }
+  Alloc& a = it->second;
+  auto creds = resolve_job_user(a.user, options_.allow_root_jobs);
+  if (!creds) {
+    failed["message"] = creds.error().message;
+    return send(failed);
+  }
+  const fs::path dir = n->launcher->alloc_dir(a.job, alloc);
+  const fs::path vader = n->dir / "vader" / alloc;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::create_directories(vader, ec);
+  EnvMap env = environ_map();
+  // What railyard-agent-exec sets for a host when it runs the command itself (see exec_main.cpp).
+  env["OMPI_MCA_btl_vader_backing_directory"] = vader.string();
+  env["RAILYARD_NODE"] = n->name;
+  env["RAILYARD_JOB_ID"] = std::to_string(a.job);
+  env["RAILYARD_ALLOC_ID"] = alloc;
+  env["RAILYARD_EXEC_TOKEN"] = exec_token(options_.secret, alloc);
+  if (!options_.scheduler_url.empty()) env["RAILYARD_URL"] = options_.scheduler_url;
+  std::string gpus;
+  for (size_t i = 0; i < a.gpus.size(); ++i) gpus += (i ? "," : "") + std::to_string(a.gpus[i]);
+  env["CUDA_VISIBLE_DEVICES"] = gpus;
+  const std::string base = (dir / ("exec-" + n->name + "-" + std::to_string(a.execs))).string();
+  // The words joined and run by a shell, as ssh would on the remote host (orted's argv carries quoting).
+  SpawnSpec spec{{"/bin/sh", "-c", join_words(argv)},
+                 to_env_list(env),
+                 dir.string(),
+                 base + ".out",
+                 base + ".err",
+                 *creds,
+                 -1};
+  auto spawned = spawn_process(spec);
+  if (!spawned) {
+    failed["message"] = spawned.error().message;
+    return send(failed);
+  }
+  RankRecord rec{1000 + a.execs++,     spawned->pid,     spawned->pgid,
+                 spawned->start_ticks, spec.stdout_path, spec.stderr_path};
+  if (auto s = n->supervisor->add_process(alloc, rec); !s) {
+    signal_group(spawned->pgid, SIGKILL);
+    failed["message"] = s.error().message;
+    return send(failed);
+  }
+  a.pgids.push_back(spawned->pgid);
+  for (const auto& r : n->supervisor->records())
+    if (r.alloc_id == alloc) (void)write_state(n->dir, r);
+  json started = message("exec_started");
+  started["req"] = msg["req"];
+  started["pid"] = spawned->pid;
+  send(started);
+}
+
+void Session::on_logs(const json& msg) {
+  json chunk = message("log_chunk");
+  for (const char* k : {"req", "alloc", "rank", "stream", "offset"}) chunk[k] = msg.at(k);
+  const std::string alloc = msg["alloc"];
+  const std::string stream = msg["stream"] == "err" ? "err" : "out";
+  const auto offset = msg["offset"].get<std::uint64_t>();
+  const size_t max_bytes = std::min<size_t>(msg.value("max_bytes", kMaxLogChunk), kMaxLogChunk);
+  Node* n = node(msg.at("node"));
+  chunk["data"] = "";
+  chunk["size"] = 0;
+  chunk["next_offset"] = offset;
+  if (!n) {
+    chunk["error"] = "node not hosted by this agent";
+    return send(chunk);
+  }
+  auto it = n->allocs.find(alloc);
+  const long long job = it != n->allocs.end() ? it->second.job : job_of_alloc(alloc);
+  const fs::path file =
+      n->launcher->alloc_dir(job, alloc) / ("rank-" + std::to_string(msg["rank"].get<int>()) + "." + stream);
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  std::ifstream in(file, std::ios::binary);
+  if (ec || !in) {
+    chunk["error"] = "no log " + file.filename().string() + " for " + alloc + " on " + n->name;
+    return send(chunk);
+  }
+  std::string data;
+  if (offset < size) {
+    data.resize(std::min<std::uint64_t>(max_bytes, size - offset));
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(data.data(), static_cast<std::streamsize>(data.size()));
+    data.resize(static_cast<size_t>(in.gcount()));
+    if (offset + data.size() < size) data.resize(utf8_boundary(data));
+  }
+  chunk["size"] = size;
+  chunk["next_offset"] = offset + data.size();
+  chunk["data"] = std::move(data);
+  send(chunk);
+}
+
+void Session::finished(Node& n, const std::string& alloc, long long job, const std::string& state, int code) {
+  auto it = n.allocs.find(alloc);
+  json report{{"alloc", alloc},
+              {"job", job},
+              {"node", n.name},
+              {"state", state},
+              {"exit_code", code},
+              {"signal", it != n.allocs.end() ? it->second.signal : 0},
+              {"message", it != n.allocs.end() ? it->second.message : std::string()}};
+  json m = message("alloc_finished");
+  m.update(finished_.add(std::move(report)));
+  if (registered_) send(m);
+}
+
+void Session::stream_metrics(Node& n, Alloc& a, const std::string& alloc, Clock::time_point now, bool final) {
+  if (a.tailer) {
+    auto lines = a.tailer->read();
+    if (final)
+      for (auto& l : a.tailer->flush()) lines.push_back(std::move(l));
+    for (const auto& line : lines)
+      for (const auto& ev : a.tracker->feed(line)) a.events.push_back(to_json(ev));
+    if (a.events.size() > kMaxPendingEvents) a.events.erase(a.events.begin());
+  }
+  if (!registered_) return;
+  const int malformed = a.tracker ? a.tracker->malformed() : 0;
+  const bool news = !a.events.empty() || malformed != a.malformed_sent;
+  if (!(final && news) && !(news && now >= a.next_metrics) && now < a.next_telemetry) return;
+  json m = message("metrics");
+  m.update({{"alloc", alloc},
+            {"job", a.job},
+            {"node", n.name},
+            {"events", std::move(a.events)},
+            {"malformed", malformed}});
+  const ProcessTelemetry t = sample_groups(a.pgids);
+  m["telemetry"] = {{"cpu_s", t.cpu_seconds}, {"rss_bytes", t.rss_bytes}, {"processes", t.processes}};
+  send(m);
+  a.events = json::array();
+  a.malformed_sent = malformed;
+  a.next_metrics = now + options_.metrics_interval;
+  a.next_telemetry = now + options_.telemetry_interval;
+}
+
+void Session::poll_node(Node& n, Clock::time_point now) {
+  for (auto& ev : n.supervisor->poll()) {
+    if (auto* ex = std::get_if<RankExited>(&ev)) {
+      auto it = n.allocs.find(ex->alloc_id);
+      if (it == n.allocs.end() || ex->code == 0 || !it->second.message.empty()) continue;
+      it->second.signal = ex->signal;
+      it->second.message =
+          ex->exit_code_lost ? "rank " + std::to_string(ex->rank) + ": exit code lost"
+          : ex->signal
+              ? "rank " + std::to_string(ex->rank) + " killed by signal " + std::to_string(ex->signal)
+              : "rank " + std::to_string(ex->rank) + " exited with code " + std::to_string(ex->code);
+    } else if (auto* done = std::get_if<AllocationFinished>(&ev)) {
+      auto it = n.allocs.find(done->alloc_id);
+      if (it != n.allocs.end()) stream_metrics(n, it->second, done->alloc_id, now, true);
+      finished(n, done->alloc_id, done->job_id, std::string(to_string(done->state)), done->exit_code);
+      n.allocs.erase(done->alloc_id);
+    }
+  }
+  for (auto& [id, a] : n.allocs) stream_metrics(n, a, id, now, false);
+}
+
+}  // namespace railyard::agent

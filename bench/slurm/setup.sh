@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# A throwaway Slurm 22.05 (Debian's front-end emulator build) on 127.0.0.1: N emulated DGX nodes with 8 GPUs
+# each (GRES), select/cons_tres, topology/tree with the same leaf groups as Railyard's fat tree
+# (LEAF nodes per leaf switch), backfill. One slurmd serves every node. State lives under DIR; only the
+# daemons started here are stopped by stop.sh (pids in DIR/pids).
+#
+#   bench/slurm/setup.sh DIR [NODES] [LEAF]      then   bench/slurm/env.sh DIR  (sets SLURM_CONF)
+set -euo pipefail
+dir=$(realpath -m "${1:?usage: setup.sh DIR [NODES] [LEAF]}")
+nodes=${2:-1024}
+leaf=${3:-32}
+here=$(cd "$(dirname "$0")" && pwd)
+
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    slurm-wlm-emulator slurm-client-emulator munge >/dev/null
+fi
+[[ -e "$dir/pids" ]] && "$here/stop.sh" "$dir" || true
+if [[ -d "$dir" && -n "$(ls -A "$dir")" && ! -f "$dir/slurm.conf" ]]; then
+  echo "setup.sh: $dir exists and is not a Slurm state directory made by this script" >&2
+  exit 2
+fi
+rm -rf "$dir" && mkdir -p "$dir"/{state,spool,munge}
+chmod 700 "$dir/munge"
+
+# Ports on 127.0.0.1: slurmctld, then one per slurmd (a contiguous range nobody listens on).
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+while :; do
+  ctld_port=$((20000 + RANDOM % 30000))
+  slurmd_port=$((ctld_port + 1))
+  ok=1
+  for ((p = ctld_port; p <= slurmd_port + nodes; p += 97)); do port_free "$p" || { ok=0; break; }; done
+  ((ok)) && port_free "$ctld_port" && port_free $((slurmd_port + nodes - 1)) && break
+done
+
+dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$dir/munge/munge.key"
+munged --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.sock" \
+  --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" \
+  --seed-file="$dir/munge/munged.seed" --force
+for _ in $(seq 50); do [[ -S "$dir/munge/munge.sock" ]] && break; sleep 0.1; done
+echo "munged $(cat "$dir/munge/munged.pid")" > "$dir/pids"
+
+last=$(printf '%04d' "$nodes")
+cat > "$dir/slurm.conf" <<CONF
+ClusterName=railyard-bench
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.sock
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmdParameters=config_overrides
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
+SlurmctldDebug=error
+SlurmdDebug=error
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1,sched_min_interval=0,default_queue_depth=1000
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+TopologyPlugin=topology/tree
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MaxJobCount=200000
+MinJobAge=2
+ReturnToService=2
+SlurmctldTimeout=30
+SlurmdTimeout=300
+InactiveLimit=0
+KillWait=2
+NodeName=dgx[0001-$last] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$slurmd_port-$((slurmd_port + nodes - 1))] CPUs=112 Sockets=2 CoresPerSocket=56 ThreadsPerCore=1 RealMemory=2000000 Gres=gpu:8 State=UNKNOWN
+PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+CONF
+mkdir -p "$dir/dev" && touch "$dir"/dev/gpu{0..7}
+echo "NodeName=dgx[0001-$last] Name=gpu Count=8 File=$dir/dev/gpu[0-7]" > "$dir/gres.conf"
+{
+  leaves=()
+  for ((first = 1, l = 1; first <= nodes; first += leaf, l++)); do
+    end=$((first + leaf - 1)); ((end > nodes)) && end=$nodes
+    printf 'SwitchName=leaf%02d Nodes=dgx[%04d-%04d]\n' "$l" "$first" "$end"
+    leaves+=("leaf$(printf %02d "$l")")
+  done
+  printf 'SwitchName=spine Switches=leaf[01-%02d]\n' "${#leaves[@]}"
+} > "$dir/topology.conf"
+
+export SLURM_CONF=$dir/slurm.conf
+slurmctld -i -f "$dir/slurm.conf"
+for _ in $(seq 100); do [[ -s "$dir/slurmctld.pid" ]] && break; sleep 0.1; done
+echo "slurmctld $(cat "$dir/slurmctld.pid")" >> "$dir/pids"
+# One slurmd per emulated node (-N names it; Debian's front-end "emulator" build cannot be used: its daemons
+# link the regular libslurmfull, which refuses FrontendName).
+for ((i = 1; i <= nodes; i++)); do
+  n=$(printf 'dgx%04d' "$i")
+  mkdir -p "$dir/spool/$n"
+  slurmd -f "$dir/slurm.conf" -N "$n"
+done
+for ((i = 1; i <= nodes; i++)); do
+  n=$(printf 'dgx%04d' "$i")
+  for _ in $(seq 100); do [[ -s "$dir/slurmd-$n.pid" ]] && break; sleep 0.05; done
+  echo "slurmd $(cat "$dir/slurmd-$n.pid")" >> "$dir/pids"
+done
+for _ in $(seq 100); do
+  idle=$(sinfo -h -o '%D %t' 2>/dev/null | awk '$2=="idle"{n+=$1} END{print n+0}')
+  [[ "$idle" == "$nodes" ]] && break
+  sleep 0.2
+done
+echo "slurm up: $idle/$nodes nodes idle; export SLURM_CONF=$dir/slurm.conf"

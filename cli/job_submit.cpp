@@ -1,0 +1,170 @@
+// `railyard submit`: a job file (JSON spec), a Slurm batch script (#SBATCH lines), or flags and a command.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/cli_util.hpp"
+#include "cli/job_util.hpp"
+#include "jobs/sbatch.hpp"
+#include "jobs/spec_json.hpp"
+
+namespace railyard::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+struct SubmitOptions {
+  ServerOptions server;
+  std::vector<std::string> args;  // JOB.json | SCRIPT.sh, or the command after --
+  int gpus = 0;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  std::string name, time, qos, launcher, gpu_type, target, project, workdir;
+  bool requeue = false;
+  bool wait = false;
+  double poll_s = 1.0;
+};
+
+std::string read_file_or_fail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(not_found("cannot read " + path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A file to submit as a whole: JSON (first byte '{') or a shell script.
+bool looks_like_job_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  const std::string ext = fs::path(path).extension().string();
+  return ext == ".json" || ext == ".sh" || ext == ".sbatch" || ext == ".slurm";
+}
+
+Json spec_from_file(const std::string& path) {
+  const std::string text = read_file_or_fail(path);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    auto spec = jobs::parse_job_spec_text(text);
+    if (!spec) fail(invalid(path + ": " + spec.error().message));
+    return Json::parse(text);  // the user's own fields, as written; the server applies the defaults
+  }
+  auto imported = jobs::parse_sbatch_script(text);
+  if (!imported) fail(invalid(path + ": " + imported.error().message));
+  for (const auto& w : imported->warnings) std::cerr << "railyard: " << path << ": " << w << "\n";
+  if (imported->spec.name.empty()) imported->spec.name = fs::path(path).filename().string();
+  Json j = jobs::to_json(imported->spec);
+  j.erase("user");  // the token's user
+  if (j.value("workdir", "").empty()) j["workdir"] = fs::current_path().string();
+  return j;
+}
+
+// "accuracy=0.95", "eval_accuracy=0.72", "0.95" → {"metric": ..., "value": ...}.
+Json parse_target(const std::string& text) {
+  const size_t eq = text.find('=');
+  std::string metric = eq == std::string::npos ? "eval_accuracy" : text.substr(0, eq);
+  const std::string value = eq == std::string::npos ? text : text.substr(eq + 1);
+  if (metric == "accuracy") metric = "eval_accuracy";
+  try {
+    size_t used = 0;
+    const double v = std::stod(value, &used);
+    if (used != value.size() || metric.empty()) throw std::invalid_argument("x");
+    return {{"metric", metric}, {"value", v}};
+  } catch (const std::exception&) {
+    fail_usage("--target " + text + ": expected METRIC=VALUE, e.g. accuracy=0.95");
+  }
+}
+
+Json build_spec(const SubmitOptions& o, const CLI::App& cmd) {
+  const bool sized = cmd.count("--gpus") + cmd.count("--nodes") + cmd.count("--gpus-per-node") > 0;
+  Json spec = Json::object();
+  std::vector<std::string> command = o.args;
+  if (!sized && o.args.size() == 1 && looks_like_job_file(o.args[0])) {
+    spec = spec_from_file(o.args[0]);
+    command.clear();
+  } else if (!sized) {
+    fail_usage("give a job file (JOB.json or SCRIPT.sh) or a size (--gpus N, or --nodes N --gpus-per-node K)");
+  }
+  if (o.gpus > 0) spec["gpus"] = o.gpus;
+  if (o.nodes > 0) spec["nodes"] = o.nodes;
+  if (o.gpus_per_node > 0) spec["gpus_per_node"] = o.gpus_per_node;
+  if (!command.empty()) spec["command"] = command;
+  if (!o.name.empty()) spec["name"] = o.name;
+  else if (!spec.contains("name") && !command.empty()) spec["name"] = fs::path(command[0]).filename().string();
+  if (!o.time.empty()) spec["time_limit"] = o.time;
+  if (!o.qos.empty()) spec["qos"] = o.qos;
+  if (!o.launcher.empty()) spec["launcher"] = o.launcher;
+  if (!o.gpu_type.empty()) spec["gpu_type"] = o.gpu_type;
+  if (!o.project.empty()) spec["project"] = o.project;
+  if (!o.target.empty()) spec["target"] = parse_target(o.target);
+  if (o.requeue) spec["requeue"] = true;
+  if (!o.workdir.empty()) spec["workdir"] = fs::absolute(o.workdir).string();
+  else if (!spec.contains("workdir") && !command.empty()) spec["workdir"] = fs::current_path().string();
+  if (sized && command.empty() && !spec.contains("command"))
+    fail_usage("give the command after --, e.g. railyard submit --gpus 8 -- python train.py");
+  // Check the spec here so typos are reported before anything is sent (the scheduler checks again).
+  if (auto parsed = jobs::parse_job_spec(spec); !parsed) fail(invalid(parsed.error().message));
+  return spec;
+}
+
+void run_submit(const SubmitOptions& o, const CLI::App& cmd) {
+  const Json spec = build_spec(o, cmd);
+  Api api(o.server);
+  const Json answer = api.post("/jobs", spec);
+  const long id = answer.value("id", 0L);
+  std::cout << id << std::endl;
+  if (!o.wait) return;
+  for (;;) {
+    const Json job = api.get("/jobs/" + std::to_string(id));
+    if (job_is_final(job)) {
+      const int code = job_exit_status(job);
+      std::cerr << "railyard: job " << id << " " << job.value("state", "?");
+      if (job.contains("reason") && job["reason"].is_string()) std::cerr << ": " << job["reason"].get<std::string>();
+      std::cerr << " (exit " << code << ")" << std::endl;
+      if (code != 0) throw CLI::RuntimeError(code);
+      return;
+    }
+    sleep_for_seconds(o.poll_s);
+  }
+}
+
+}  // namespace
+
+void add_submit_command(CLI::App& app) {
+  auto o = std::make_shared<SubmitOptions>();
+  auto* cmd = app.add_subcommand("submit", "Submit a job: a JSON job file, a Slurm batch script, or a command");
+  cmd->add_option("job", o->args, "JOB.json or SCRIPT.sh, or (after --) the command and its arguments");
+  cmd->add_option("--gpus", o->gpus, "Total GPUs (the scheduler picks the node split)")->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes", o->nodes, "Exactly this many nodes (with --gpus-per-node)")->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node")->check(CLI::PositiveNumber);
+  cmd->add_option("--name", o->name, "Job name (default: the command's or file's name)");
+  cmd->add_option("--time", o->time, "Time limit: 2h, 90m, 1-00:00:00, HH:MM:SS (default 1h)");
+  cmd->add_option("--qos", o->qos, "Quality of service")->check(CLI::IsMember({"high", "normal", "scavenger"}));
+  cmd->add_option("--launcher", o->launcher, "env: torchrun-style ranks; mpi: mpirun; none: once per node")
+      ->check(CLI::IsMember({"env", "mpi", "none"}));
+  cmd->add_option("--gpu-type", o->gpu_type, "GPU type, e.g. H100 (default: any)");
+  cmd->add_option("--project", o->project, "Project (account) charged (default: your user)");
+  cmd->add_option("--target", o->target, "Quality target for time-to-train, METRIC=VALUE (accuracy=0.95)");
+  cmd->add_option("--workdir", o->workdir, "Folder the job starts in (default: the current folder)");
+  cmd->add_flag("--requeue", o->requeue, "Requeue the job after a failure or a node failure");
+  cmd->add_flag("--wait", o->wait, "Wait until the job ends and exit with its exit code");
+  add_server_options(*cmd, o->server);
+  cmd->footer(R"(Prints the job id alone on standard output.
+
+Examples:
+  railyard submit --gpus 16 --launcher env --target accuracy=0.95 -- railyard-train --epochs 20
+  railyard submit --nodes 2 --gpus-per-node 8 --launcher mpi --time 2h -- ./allreduce -b 8 -e 1G
+  railyard submit job.json              # a job spec (jobs/README.md)
+  railyard submit train.sbatch          # a Slurm script: #SBATCH lines imported, warnings on stderr
+  railyard submit --gpus 1 --wait -- python eval.py && echo passed
+
+Exit codes: 0 submitted (with --wait: the job's exit code), 1 failure or scheduler unreachable,
+2 bad arguments or job spec, 3 not allowed (token).)");
+  cmd->callback([o, cmd] { run_submit(*o, *cmd); });
+}
+
+}  // namespace railyard::cli

@@ -1,0 +1,193 @@
+// `railyard nodes`, `drain`, `resume`, `node remove`, `token create`.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "cli/cli_util.hpp"
+#include "cli/commands.hpp"
+#include "cli/job_util.hpp"
+#include "cli/local_cluster.hpp"
+#include "cli/output.hpp"
+#include "common/hostlist.hpp"
+
+namespace railyard::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+std::vector<std::string> expand_or_fail(const std::vector<std::string>& exprs) {
+  std::vector<std::string> out;
+  for (const auto& e : exprs) {
+    auto names = expand_hostlist(e, 100'000);
+    if (!names) fail(invalid("bad node list \"" + e + "\": " + names.error().message));
+    out.insert(out.end(), names->begin(), names->end());
+  }
+  return out;
+}
+
+// --- nodes -------------------------------------------------------------------------------------------
+
+struct NodesOptions {
+  ServerOptions server;
+  std::vector<std::string> filter;
+  std::string state;
+  bool json = false;
+};
+
+void run_nodes(const NodesOptions& o) {
+  const auto wanted_list = expand_or_fail(o.filter);
+  const std::set<std::string> wanted(wanted_list.begin(), wanted_list.end());
+  Api api(o.server);
+  Json answer = api.get("/nodes");
+  Json nodes = Json::array();
+  for (auto& n : answer["nodes"]) {
+    if (!wanted.empty() && !wanted.count(n.value("name", ""))) continue;
+    if (!o.state.empty() && n.value("health", "") != o.state) continue;
+    nodes.push_back(n);
+  }
+  if (o.json) return print_json({{"nodes", nodes}});
+  Table t({"NODE", "STATE", "TYPE", "GPUS", "USED", "FREE", "LEAF", "REASON"});
+  int total = 0, used = 0;
+  for (const auto& n : nodes) {
+    const int gpus = n.value("gpus", 0);
+    const int alloc = n.value("gpus_allocated", 0);
+    total += gpus;
+    used += alloc;
+    const std::string health = n.value("health", "?");
+    t.add({n.value("name", ""), health, n.value("gpu_type", ""), std::to_string(gpus), std::to_string(alloc),
+           std::to_string(gpus - alloc), cell(n.value("leaf", Json())), cell(n.value("reason", Json()))},
+          {Color::kNone, state_color(health)});
+  }
+  if (t.empty()) {
+    std::cerr << "railyard: no nodes match" << std::endl;
+    if (!wanted.empty()) throw CLI::RuntimeError(kExitNotFound);
+    return;
+  }
+  t.print();
+  std::cout << nodes.size() << " nodes, " << used << "/" << total << " GPUs used\n";
+}
+
+void add_nodes_command(CLI::App& app) {
+  auto o = std::make_shared<NodesOptions>();
+  auto* cmd = app.add_subcommand("nodes", "List nodes: state, GPUs used and free, reason");
+  cmd->add_option("nodes", o->filter, "Only these nodes (host lists: dgx[001-016,020])");
+  cmd->add_option("--state", o->state, "Only nodes in this state (up, drain, down)");
+  cmd->add_flag("--json", o->json, "The API's JSON: {\"nodes\": [...]}");
+  add_server_options(*cmd, o->server);
+  cmd->footer(R"(Examples:
+  railyard nodes
+  railyard nodes 'dgx[001-004]' --json
+  railyard nodes --state drain
+
+Exit codes: 0 ok, 1 scheduler unreachable, 2 bad node list, 3 no node matches the list.)");
+  cmd->callback([o] { run_nodes(*o); });
+}
+
+// --- drain, resume, node remove ----------------------------------------------------------------------
+
+struct NodeActionOptions {
+  ServerOptions server;
+  std::vector<std::string> nodes;
+  std::string reason;
+};
+
+// POSTs /nodes/NAME/ACTION for every node; reports each, exits with the worst code.
+void run_node_action(const NodeActionOptions& o, const std::string& action) {
+  const auto names = expand_or_fail(o.nodes);
+  Api api(o.server);
+  api.require_token();
+  const Json body = o.reason.empty() ? Json::object() : Json{{"reason", o.reason}};
+  int worst = kExitOk;
+  for (const auto& name : names) {
+    auto r = api.call("POST", "/nodes/" + url_encode(name) + "/" + action, body);
+    if (!r) {
+      if (r.error().code == ErrorCode::kUnavailable) fail(r.error());
+      std::cerr << "railyard: " << r.error().message << std::endl;
+      worst = std::max(worst, exit_code(r.error().code));
+      continue;
+    }
+    std::cout << name << " " << r->value("health", action == "remove" ? "removed" : "") << "\n";
+  }
+  if (worst != kExitOk) throw CLI::RuntimeError(worst);
+}
+
+CLI::App* add_node_action(CLI::App& parent, const std::string& name, const std::string& action,
+                          const std::string& help, const std::string& example) {
+  auto o = std::make_shared<NodeActionOptions>();
+  auto* cmd = parent.add_subcommand(name, help);
+  cmd->add_option("nodes", o->nodes, "Node names or host lists (dgx[001-016,020])")->required();
+  if (action == "drain") cmd->add_option("--reason", o->reason, "Why (shown in `railyard nodes`)")->required();
+  add_server_options(*cmd, o->server);
+  cmd->footer("Admin only.\n\nExamples:\n  " + example +
+              "\n\nExit codes: 0 ok, 1 scheduler unreachable, 2 bad node list, 3 unknown node or not an admin.");
+  cmd->callback([o, action] { run_node_action(*o, action); });
+  return cmd;
+}
+
+// --- token create ------------------------------------------------------------------------------------
+
+struct TokenOptions {
+  std::string db, user, role = "user", state_dir;
+};
+
+void run_token_create(const TokenOptions& o) {
+  std::string db = o.db;
+  if (db.empty()) {
+    const std::string dir = o.state_dir.empty() ? default_state_dir() : o.state_dir;
+    db = dir + "/railyard.db";
+    if (!std::filesystem::exists(db))
+      fail_usage("give --db with the scheduler's database (railyard-scheduler --db); no local cluster at " + dir);
+  }
+  const std::string bin = find_program("railyard-scheduler");
+  if (bin.empty())
+    fail(not_found("railyard-scheduler not found; on the scheduler's host run: railyard-scheduler token create "
+                   "--db DB --user " + o.user + " --role " + o.role));
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl(bin.c_str(), bin.c_str(), "token", "create", "--db", db.c_str(), "--user", o.user.c_str(), "--role",
+            o.role.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw CLI::RuntimeError(kExitInternal);
+}
+
+void add_token_command(CLI::App& app) {
+  auto o = std::make_shared<TokenOptions>();
+  auto* token = app.add_subcommand("token", "API tokens (admin, on the scheduler's host)");
+  token->require_subcommand(1);
+  auto* cmd = token->add_subcommand("create", "Create a token; prints it alone on the last line");
+  cmd->add_option("--user", o->user, "The token's user")->required();
+  cmd->add_option("--role", o->role, "user or admin")->check(CLI::IsMember({"user", "admin"}))->capture_default_str();
+  cmd->add_option("--db", o->db, "The scheduler's database (default: the local cluster's, see `railyard up`)");
+  cmd->add_option("--state-dir", o->state_dir, "Local cluster state folder (default: " + default_state_dir() + ")");
+  cmd->footer(R"(Runs `railyard-scheduler token create` on the database; tokens work at once.
+
+Examples:
+  railyard token create --user ada                        # on the local cluster of `railyard up`
+  railyard token create --db /var/lib/railyard/state.db --user ops --role admin
+
+Exit codes: 0 ok, 1 failure, 2 bad arguments or no database, 3 railyard-scheduler not found.)");
+  cmd->callback([o] { run_token_create(*o); });
+}
+
+}  // namespace
+
+void add_node_commands(CLI::App& app) {
+  add_nodes_command(app);
+  add_node_action(app, "drain", "drain", "Stop placing jobs on nodes (running jobs stay)",
+                  "railyard drain 'dgx[001-004]' --reason 'bad fan'");
+  add_node_action(app, "resume", "resume", "Put drained nodes back in service", "railyard resume dgx003");
+  auto* node = app.add_subcommand("node", "Node administration");
+  node->require_subcommand(1);
+  add_node_action(*node, "remove", "remove", "Remove nodes from the cluster", "railyard node remove dgx017");
+  add_token_command(app);
+}
+
+}  // namespace railyard::cli

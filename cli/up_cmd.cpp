@@ -1,0 +1,259 @@
+// `railyard up` / `railyard down`: see local_cluster.cpp for the flow.
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "cli/api.hpp"
+#include "cli/cli_util.hpp"
+#include "cli/commands.hpp"
+#include "cli/job_util.hpp"
+#include "cli/local_cluster.hpp"
+#include "common/hostlist.hpp"
+#include "topology/generator.hpp"
+#include "topology/io.hpp"
+
+namespace railyard::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+struct UpOptions {
+  int nodes = 2;
+  std::string profile = "dgx-h100";
+  std::string state_dir;
+  int port = 8600;
+  int emulate_nodes = 0;
+  int leaf_size = 32;
+  double timeout_s = 60;
+  bool no_agents = false;
+  bool no_config = false;
+};
+
+std::string random_secret() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[32];
+  if (!in.read(reinterpret_cast<char*>(bytes), sizeof bytes)) fail(internal_error("cannot read /dev/urandom"));
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) out += {kHex[b >> 4], kHex[b & 15]};
+  return out;
+}
+
+void write_private_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || ::fchmod(fd, 0600) != 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    fail(internal_error("cannot write " + path));
+  ::close(fd);
+}
+
+std::string require_program(const std::string& name) {
+  std::string p = find_program(name);
+  if (p.empty()) {
+    std::string dirs;
+    for (const auto& d : program_search_dirs()) dirs += "\n  " + d;
+    fail(not_found(name + " not found; looked in (set RAILYARD_BIN_DIR to choose):" + dirs));
+  }
+  return p;
+}
+
+std::string tail_of(const std::string& path) {
+  std::ifstream in(path);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return all.size() > 1500 ? all.substr(all.size() - 1500) : all;
+}
+
+// Waits for "listening on HOST:PORT" in the scheduler's log; returns the port.
+int wait_for_listen(int pid, const std::string& log, double timeout_s) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+  while (Clock::now() < deadline) {
+    const std::string text = tail_of(log);
+    if (const size_t at = text.find("listening on "); at != std::string::npos) {
+      const size_t eol = text.find('\n', at);
+      if (eol != std::string::npos) {
+        const std::string addr = text.substr(at + 13, eol - at - 13);
+        return std::atoi(addr.c_str() + addr.rfind(':') + 1);
+      }
+    }
+    if (!local::alive(pid)) fail(internal_error("railyard-scheduler exited at start; its log (" + log + "):\n" + text));
+    sleep_for_seconds(0.05);
+  }
+  fail(internal_error("railyard-scheduler did not start listening within " + std::to_string(int(timeout_s)) +
+                      " s; see " + log));
+}
+
+// `railyard-scheduler token create`, returning the token (its output's last line).
+std::string create_token(const std::string& bin, const std::string& db, const std::string& user) {
+  const std::string cmd = "'" + bin + "' token create --db '" + db + "' --user '" + user + "' --role admin 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) fail(internal_error("cannot run " + bin));
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (status != 0) fail(internal_error("token create failed: " + out));
+  const size_t nl = out.rfind('\n');
+  return nl == std::string::npos ? out : out.substr(nl + 1);
+}
+
+std::string local_user() {
+  if (const passwd* pw = ::getpwuid(::getuid())) return pw->pw_name;
+  return "admin";
+}
+
+// Polls GET /nodes until `want` nodes are up.
+void wait_for_nodes(const std::string& url, const std::string& token, size_t want, double timeout_s,
+                    const std::string& dir) {
+  Api api({.url = url, .token = token, .timeout_s = 5});
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+  size_t up = 0;
+  while (Clock::now() < deadline) {
+    auto nodes = api.call("GET", "/nodes");
+    if (nodes) {
+      up = 0;
+      for (const auto& n : (*nodes)["nodes"]) up += n.value("health", "") == "up";
+      if (up >= want) return;
+    }
+    sleep_for_seconds(0.2);
+  }
+  fail(internal_error("only " + std::to_string(up) + " of " + std::to_string(want) + " nodes came up within " +
+                      std::to_string(int(timeout_s)) + " s; logs: " + dir + "/scheduler.log, " + dir +
+                      "/agents/*.log (stop with: railyard down --state-dir " + dir + ")"));
+}
+
+void run_up(const UpOptions& o) {
+  const std::string dir = fs::absolute(o.state_dir.empty() ? default_state_dir() : o.state_dir).string();
+  const std::string pids = dir + "/pids";
+  std::error_code ec;
+  fs::create_directories(dir + "/agents", ec);
+  if (ec) fail(internal_error("cannot create " + dir + ": " + ec.message()));
+  if (local::any_recorded_alive(pids))
+    fail(invalid("a local cluster is already running from " + dir + "; stop it with: railyard down --state-dir " + dir));
+  const std::string scheduler = require_program("railyard-scheduler");
+  const std::string agent = o.no_agents ? "" : require_program("railyard-agent");
+
+  const std::string prefix = o.profile.rfind("dgx", 0) == 0 ? "dgx" : "node";
+  auto cluster = topology::generate_fat_tree(
+      {.nodes = o.nodes, .leaf_size = o.leaf_size, .profile = o.profile, .node_prefix = prefix});
+  if (!cluster) fail(cluster.error());
+  const std::string cluster_file = dir + "/cluster.json";
+  if (auto s = topology::save_cluster_file(*cluster, cluster_file, topology::FileFormat::kJson); !s) fail(s.error());
+  const std::string secret_file = dir + "/secret";
+  write_private_file(secret_file, random_secret() + "\n");
+
+  const std::string log = dir + "/scheduler.log";
+  const std::string db = dir + "/railyard.db";
+  std::vector<std::string> sargv{scheduler, "--listen", "127.0.0.1:" + std::to_string(o.port), "--db", db,
+                                 "--cluster", cluster_file};
+  if (!o.no_agents) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
+  if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
+  const int spid = local::start_process(pids, "scheduler", sargv, log);
+  const int port = wait_for_listen(spid, log, o.timeout_s);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const std::string token = create_token(scheduler, db, local_user());
+
+  std::vector<std::string> names;
+  for (const auto& n : cluster->nodes()) names.push_back(n.name);
+  int agents = 0;
+  if (!o.no_agents) {
+    const size_t group = o.emulate_nodes > 0 ? static_cast<size_t>(o.emulate_nodes) : 1;
+    for (size_t i = 0; i < names.size(); i += group) {
+      const std::vector<std::string> part(names.begin() + i, names.begin() + std::min(names.size(), i + group));
+      const std::string first = part.front();
+      std::vector<std::string> argv{agent, "--scheduler", url, "--secret-file", secret_file};
+      if (o.emulate_nodes > 0) argv.insert(argv.end(), {"--nodes", compress_hostlist(part)});
+      else argv.insert(argv.end(), {"--node", first});
+      argv.insert(argv.end(), {"--emulate", o.profile, "--state-dir", dir + "/agents/" + first, "--allow-root-jobs",
+                                    "--kill-workers-on-exit"});
+      local::start_process(pids, "agent", argv, dir + "/agents/" + first + ".log");
+      ++agents;
+    }
+  }
+  wait_for_nodes(url, token, names.size(), o.timeout_s, dir);
+
+  if (!o.no_config)
+    if (auto s = write_config_file(config_file_path(), {url, token}); !s)
+      std::cerr << "railyard: " << s.error().message << std::endl;
+  std::cerr << "railyard: local cluster up: " << names.size() << " x " << o.profile << " nodes ("
+            << compress_hostlist(names) << "), scheduler pid " << spid << ", " << agents << " agent process(es)\n"
+            << "railyard: state and logs in " << dir << "; stop with: railyard down"
+            << (o.state_dir.empty() ? "" : " --state-dir " + dir) << "\n"
+            << "railyard: dashboard: " << url << "/\n";
+  if (!o.no_config) std::cerr << "railyard: URL and token written to " << config_file_path() << "\n";
+  std::cout << "export RAILYARD_URL=" << url << "\nexport RAILYARD_TOKEN=" << token << std::endl;
+}
+
+void add_up_command(CLI::App& app) {
+  auto o = std::make_shared<UpOptions>();
+  auto* cmd = app.add_subcommand("up", "Start a local cluster: a scheduler and emulated-node agents on 127.0.0.1");
+  cmd->add_option("--nodes", o->nodes, "Nodes to emulate")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--profile", o->profile, "Node profile (dgx-h100, dgx-a100, ...)")->capture_default_str();
+  cmd->add_option("--state-dir", o->state_dir, "Database, logs, secret, pids (default: " + default_state_dir() + ")");
+  cmd->add_option("--port", o->port, "Scheduler port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--emulate-nodes", o->emulate_nodes, "Nodes per agent process (default: one agent per node)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--leaf-size", o->leaf_size, "Nodes per leaf switch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the scheduler and for every node to be up")
+      ->capture_default_str();
+  cmd->add_flag("--no-agents", o->no_agents, "Start the scheduler only");
+  cmd->add_flag("--no-config", o->no_config, "Do not write the URL and token to the CLI config file");
+  cmd->footer(R"txt(Prints two lines for a shell to eval (also written to the CLI config file):
+  export RAILYARD_URL=http://127.0.0.1:8600
+  export RAILYARD_TOKEN=...      (an admin token for you)
+
+Examples:
+  railyard up --nodes 4 --profile dgx-h100
+  eval "$(railyard up --nodes 128 --emulate-nodes 64 --port 0 --state-dir /tmp/ry)"
+
+Exit codes: 0 up, 1 failure (a program exited, nodes did not come up: see the logs named), 2 bad arguments
+or already running, 3 railyard-scheduler or railyard-agent not found.)txt");
+  cmd->callback([o] { run_up(*o); });
+}
+
+struct DownOptions {
+  std::string state_dir;
+  double grace_s = 10;
+};
+
+void add_down_command(CLI::App& app) {
+  auto o = std::make_shared<DownOptions>();
+  auto* cmd = app.add_subcommand("down", "Stop the local cluster that `railyard up` started (only those pids)");
+  cmd->add_option("--state-dir", o->state_dir, "As given to `railyard up` (default: " + default_state_dir() + ")");
+  cmd->add_option("--grace", o->grace_s, "Seconds between SIGTERM and SIGKILL")->capture_default_str();
+  cmd->footer(R"(Stops exactly the processes recorded in STATE_DIR/pids whose command line is unchanged; a pid
+now used by another program is left alone. The database and logs stay.
+
+Examples:
+  railyard down
+  railyard down --state-dir /tmp/ry
+
+Exit codes: 0 stopped (or nothing to stop), 1 failure.)");
+  cmd->callback([o] {
+    const std::string dir = fs::absolute(o->state_dir.empty() ? default_state_dir() : o->state_dir).string();
+    const int n = local::stop_recorded(dir + "/pids", o->grace_s, true);
+    std::cerr << "railyard: stopped " << n << " process(es) of the local cluster in " << dir << std::endl;
+  });
+}
+
+}  // namespace
+
+void add_local_cluster_commands(CLI::App& app) {
+  add_up_command(app);
+  add_down_command(app);
+}
+
+}  // namespace railyard::cli

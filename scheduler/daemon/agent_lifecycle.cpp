@@ -1,0 +1,327 @@
+// The job lifecycle half of the AgentHub: allocations tracked from placement to the last confirmed exit,
+// launch and kill orders, reports that move jobs on, heartbeat timeouts and the reconcile grace.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "jobs/spec_json.hpp"
+#include "scheduler/daemon/agents.hpp"
+
+namespace railyard::daemon {
+namespace {
+
+using jobs::JobState;
+using nlohmann::json;
+
+bool live(JobState s) { return s == JobState::kStarting || s == JobState::kRunning; }
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+Status AgentHub::commit(const WriteBatch& b) { return service_.commit(b); }
+
+const store::JobRecord* AgentHub::live_job(const std::string& alloc) const {
+  const size_t dot = alloc.find('.');
+  if (dot == std::string::npos) return nullptr;
+  const auto* r = service_.table().find(std::atoll(alloc.substr(0, dot).c_str()));
+  if (!r || !live(r->state) || alloc_id(r->id, r->attempt) != alloc) return nullptr;
+  return r;
+}
+
+void AgentHub::start() {
+  const int64_t now = service_.now();
+  grace_end_ = now + options_.reconcile_grace_s;
+  for (const auto& [id, r] : service_.table().jobs()) {
+    if (!live(r.state)) continue;
+    track_started(r);
+    Track& t = tracks_.at(alloc_id(r.id, r.attempt));
+    t.restored = true;
+    t.launch_sent.insert(r.nodes.begin(), r.nodes.end());
+  }
+  service_.add_observer([this](const WriteBatch& b) { on_batch(b); });
+}
+
+// Called after every applied batch: new placements get launch orders, allocations whose job left
+// STARTING/RUNNING (cancel, failure, requeue, node DOWN) get kill orders.
+void AgentHub::on_batch(const WriteBatch& b) {
+  auto look = [&](const store::JobRecord& changed) {
+    const auto* r = service_.table().find(changed.id);
+    if (!r) return;
+    if (live(r->state) && !tracks_.count(alloc_id(r->id, r->attempt))) track_started(*r);
+    if (r->attempt == 0) return;  // never placed: no allocation to end (most updates of a big queue)
+    for (auto& [alloc, t] : tracks_)
+      if (t.job == r->id && !t.ended && !live_job(alloc)) end_track(alloc, t);
+  };
+  for (const auto& r : b.updates) look(r);  // inserts are new PENDING jobs
+  std::vector<std::string> done;
+  for (auto& [alloc, t] : tracks_)
+    if (t.ended) done.push_back(alloc);
+  for (const auto& a : done) maybe_release(a);
+}
+
+void AgentHub::track_started(const store::JobRecord& r) {
+  const std::string alloc = alloc_id(r.id, r.attempt);
+  Track t;
+  t.job = r.id;
+  t.nodes = r.nodes;
+  t.gpus = r.gpus;
+  for (const auto& s : r.slices) t.gpus.push_back(s.gpu);
+  auto& tr = tracks_[alloc] = std::move(t);
+  if (!enabled()) return;
+  for (const auto& n : tr.nodes)
+    if (connected(n)) send_launch(alloc, tr, n);
+}
+
+void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::string& node) {
+  const auto* r = service_.table().find(t.job);
+  if (!r) return;
+  const auto& c = service_.table().cluster();
+  json nodes = json::array();
+  for (const auto& name : t.nodes) {
+    const auto id = c.find_node(name);
+    json gpus = json::array();
+    for (auto g : t.gpus)
+      if (c.node_of(g) == id) gpus.push_back(g - c.node(id).first_gpu);
+    nodes.push_back({{"name", name}, {"gpus", gpus}});
+  }
+  std::string master = t.nodes.front();
+  if (auto l = links_.find(master); l != links_.end() && l->second.peer)
+    if (auto a = l->second.peer->remote_address(); !a.empty()) master = a;
+  const int node_rank = static_cast<int>(std::find(t.nodes.begin(), t.nodes.end(), node) - t.nodes.begin());
+  json spec = jobs::to_json(r->spec);
+  send_to_node(node, {{"type", "launch"},
+                      {"v", 1},
+                      {"alloc", alloc},
+                      {"job", t.job},
+                      {"node", node},
+                      {"node_rank", node_rank},
+                      {"nodes", nodes},
+                      {"spec", spec},
+                      {"master_addr", master},
+                      {"master_port", 20000 + (t.job * 16 + r->attempt) % 30000},
+                      {"time_limit_s", r->spec.time_limit_s}});
+  tracks_.at(alloc).launch_sent.insert(node);
+  ++stats_.launches_total;
+}
+
+void AgentHub::end_track(const std::string& alloc, Track& t) {
+  t.ended = true;
+  bool outstanding = false;
+  for (const auto& n : t.nodes) {
+    if (t.finished.count(n) || !connected(n) || !t.launch_sent.count(n)) continue;
+    const auto* r = service_.table().find(t.job);
+    const std::string why =
+        r ? "job " + std::to_string(t.job) + " is " + std::string(jobs::to_string(r->state)) : "job ended";
+    send_to_node(n, {{"type", "kill"}, {"v", 1}, {"alloc", alloc}, {"node", n}, {"reason", why}});
+    outstanding = true;
+  }
+  if (outstanding) service_.table().hold_gpus(alloc, t.job, t.gpus);
+}
+
+// Forgets an ended allocation once no connected node may still run it, and frees its GPUs.
+void AgentHub::maybe_release(const std::string& alloc) {
+  auto it = tracks_.find(alloc);
+  if (it == tracks_.end() || !it->second.ended) return;
+  const Track& t = it->second;
+  for (const auto& n : t.nodes)
+    if (!t.finished.count(n) && connected(n) && t.launch_sent.count(n)) return;
+  const bool held = service_.table().holds(alloc);
+  service_.table().release_gpus(alloc);
+  tracks_.erase(it);
+  if (held) service_.request_pass();
+}
+
+void AgentHub::end_job(WriteBatch& b, const store::JobRecord& r, JobState end, std::optional<int> exit_code,
+                       const std::string& reason, const std::string& actor, bool may_requeue) {
+  const int64_t now = service_.now();
+  for (const auto& u : b.updates)
+    if (u.id == r.id) return;  // already ended by this batch
+  if (may_requeue && r.spec.requeue) {
+    store::JobRecord q;
+    q.id = r.id;
+    q.spec = r.spec;
+    q.submit_time = r.submit_time;
+    q.attempt = r.attempt;
+    q.reason = "requeued after " + std::string(jobs::to_string(end)) + ": " + reason;
+    b.events.push_back({job_subject(r.id), now, actor, q.reason});
+    b.updates.push_back(std::move(q));
+    return;
+  }
+  store::JobRecord e = r;
+  e.state = end;
+  e.end_time = now;
+  e.exit_code = exit_code;
+  e.reason = end == JobState::kCompleted ? "" : reason;
+  b.events.push_back({job_subject(r.id), now, actor,
+                      std::string(jobs::to_string(end)) + (reason.empty() ? "" : ": " + reason)});
+  b.updates.push_back(std::move(e));
+}
+
+void AgentHub::on_launched(const json& m) {
+  const std::string alloc = m.at("alloc"), node = m.at("node");
+  const auto* r = live_job(alloc);
+  auto t = tracks_.find(alloc);
+  if (!r || t == tracks_.end() || t->second.ended) {
+    send_to_node(node, {{"type", "kill"},
+                        {"v", 1},
+                        {"alloc", alloc},
+                        {"node", node},
+                        {"reason", "fenced: allocation " + alloc + " is not live"}});
+    return;
+  }
+  t->second.launched.insert(node);
+  const bool all = r->spec.launcher == jobs::Launcher::kMpi
+                       ? t->second.launched.count(t->second.nodes.front()) > 0
+                       : t->second.launched.size() >= t->second.nodes.size();
+  if (!all || r->state != JobState::kStarting) return;
+  store::JobRecord u = *r;
+  u.state = JobState::kRunning;
+  WriteBatch b;
+  b.events.push_back({job_subject(r->id), service_.now(), "agent:" + node, "running as " + alloc});
+  b.updates.push_back(std::move(u));
+  if (auto s = commit(b); !s) spdlog::error("launched: commit failed: {}", s.error().message);
+}
+
+void AgentHub::on_launch_failed(const json& m) {
+  const std::string alloc = m.at("alloc"), node = m.at("node");
+  const auto* r = live_job(alloc);
+  if (!r) return;
+  if (auto t = tracks_.find(alloc); t != tracks_.end()) t->second.finished.insert(node);
+  WriteBatch b;
+  end_job(b, *r, JobState::kFailed, std::nullopt, "launch failed on " + node + ": " + m.value("message", ""),
+          "agent:" + node, true);
+  if (auto s = commit(b); !s) spdlog::error("launch_failed: commit failed: {}", s.error().message);
+}
+
+// Reliable: the ack goes out only once the outcome is on disk (or when there is nothing to record).
+void AgentHub::on_alloc_finished(Peer* from, const json& m) {
+  const std::string alloc = m.at("alloc"), node = m.at("node"), state = m.at("state");
+  const json seq = m.value("seq", json());
+  auto t = tracks_.find(alloc);
+  if (t != tracks_.end()) t->second.finished.insert(node);
+  const auto* r = live_job(alloc);
+  Status s = ok();
+  if (r && t != tracks_.end() && !t->second.ended) {
+    const Track& tr = t->second;
+    std::optional<int> exit_code;
+    if (m.contains("exit_code") && m["exit_code"].is_number_integer()) exit_code = m["exit_code"].get<int>();
+    const std::string actor = "agent:" + node;
+    WriteBatch b;
+    if (state == "completed") {
+      const bool decides = r->spec.launcher == jobs::Launcher::kMpi ? node == tr.nodes.front()
+                                                                    : tr.finished.size() >= tr.nodes.size();
+      if (decides) end_job(b, *r, JobState::kCompleted, 0, "", actor, false);
+    } else {
+      std::string why = node + ": " + state;
+      if (exit_code) why += ", exit code " + std::to_string(*exit_code);
+      if (m.contains("signal") && m["signal"].is_number_integer() && m["signal"].get<int>() != 0)
+        why += ", signal " + std::to_string(m["signal"].get<int>());
+      if (auto msg = m.value("message", std::string()); !msg.empty()) why += " (" + msg + ")";
+      end_job(b, *r, state == "timeout" ? JobState::kTimeout : JobState::kFailed, exit_code, why, actor,
+              state != "timeout");
+    }
+    s = commit(b);
+    if (!s) spdlog::error("alloc_finished: commit failed: {}", s.error().message);
+  }
+  if (s && !seq.is_null()) send(from, {{"type", "ack"}, {"v", 1}, {"seq", seq}});
+  maybe_release(alloc);
+}
+
+void AgentHub::on_metrics(const json& m) {
+  const std::string alloc = m.at("alloc");
+  const auto* r = live_job(alloc);
+  auto t = tracks_.find(alloc);
+  if (!r || t == tracks_.end()) return;
+  const int64_t now = service_.now();
+  WriteBatch b;
+  std::optional<double> ttt;
+  const json events = m.value("events", json::array());
+  for (const auto& e : events) {
+    if (!e.is_object()) continue;
+    const std::string key = e.value("key", "");
+    const double time = e.contains("t") && e["t"].is_number() ? e["t"].get<double>() : double(now);
+    b.metrics.push_back({r->id, alloc, key, time, e.dump()});
+    if (key == "run_start") t->second.run_start = time;
+    if (key == "time_to_train" && e.contains("value") && e["value"].is_number())
+      ttt = e["value"].get<double>();
+    if (r->spec.target && key == r->spec.target->metric && t->second.run_start && e.contains("value") &&
+        e["value"].is_number() && e["value"].get<double>() >= r->spec.target->value && !ttt &&
+        !r->time_to_train_s)
+      ttt = time - *t->second.run_start;
+  }
+  if (m.contains("telemetry") && m["telemetry"].is_object())
+    b.metrics.push_back({r->id, alloc, "telemetry", double(now), m["telemetry"].dump()});
+  if (ttt && !r->time_to_train_s) {
+    store::JobRecord u = *r;
+    u.time_to_train_s = ttt;
+    b.events.push_back({job_subject(r->id), now, "agent:" + m.value("node", std::string()),
+                        "time to train " + std::to_string(*ttt) + " s"});
+    b.updates.push_back(std::move(u));
+  }
+  if (auto s = commit(b); !s) return spdlog::error("metrics: commit failed: {}", s.error().message);
+  if (metrics_listener_ && !events.empty()) metrics_listener_(r->id, events);
+}
+
+void AgentHub::nodes_down(const std::vector<std::string>& names, const std::string& reason) {
+  if (names.empty()) return;
+  const int64_t now = service_.now();
+  WriteBatch b;
+  for (const auto& n : names) {
+    b.nodes.push_back({n, sched::NodeHealth::kDown, reason});
+    b.events.push_back({"node:" + n, now, "scheduler", "down: " + reason});
+  }
+  for (const auto& [id, r] : service_.table().jobs()) {
+    if (!live(r.state)) continue;
+    for (const auto& n : names)
+      if (contains(r.nodes, n)) {
+        end_job(b, r, JobState::kNodeFail, std::nullopt, "node " + n + " down: " + reason, "scheduler", true);
+        break;
+      }
+  }
+  spdlog::warn("{} nodes DOWN: {}", names.size(), reason);
+  if (auto s = commit(b); !s) spdlog::error("node down: commit failed: {}", s.error().message);
+}
+
+void AgentHub::tick() {
+  const int64_t now = service_.now();
+  std::vector<std::string> down;
+  for (auto& [name, l] : links_) {
+    if (now - l.last_seen < options_.heartbeat_timeout_s) continue;
+    const auto id = service_.table().cluster().find_node(name);
+    if (id < 0 || service_.table().health(id) == sched::NodeHealth::kDown) continue;
+    if (l.peer) {
+      auto c = conns_.find(l.peer);
+      l.peer = nullptr;  // the node leaves the connection; the connection stays for its other nodes
+      if (c != conns_.end()) std::erase(c->second.nodes, name);
+    }
+    down.push_back(name);
+  }
+  nodes_down(down, "no heartbeat for " + std::to_string(options_.heartbeat_timeout_s) + " s");
+  if (!grace_over_ && enabled() && now >= grace_end_) {
+    // End of the reconcile grace: nodes whose agent never registered are DOWN (their jobs NODE_FAIL).
+    grace_over_ = true;
+    std::vector<std::string> missing;
+    const auto& c = service_.table().cluster();
+    for (topology::NodeId n = 0; n < c.node_count(); ++n)
+      if (!links_.count(c.node(n).name) && service_.table().health(n) != sched::NodeHealth::kDown)
+        missing.push_back(c.node(n).name);
+    nodes_down(missing, "no agent registered");
+  }
+  std::vector<std::string> ended;
+  for (const auto& [alloc, t] : tracks_)
+    if (t.ended) ended.push_back(alloc);
+  for (const auto& a : ended) maybe_release(a);
+  for (auto p = pending_.begin(); p != pending_.end();) {
+    if (p->second.deadline > now) {
+      ++p;
+      continue;
+    }
+    p->second.answer(504, {{"error", {{"code", "timeout"}, {"message", "the agent did not answer"}}}});
+    p = pending_.erase(p);
+  }
+}
+
+}  // namespace railyard::daemon

@@ -1,0 +1,170 @@
+// AgentHub: the scheduler's side of the agent protocol (scheduler/PROTOCOL.md), free of sockets. A
+// connection is a Peer (send/close); the WebSocket glue in api/server.cpp calls on_open/on_message/on_close.
+//
+//   agent ──hello/register──► handshake (HMAC of the challenge) ──► nodes linked, fencing, reconcile
+//   pass places a job ──observer──► Track(alloc) ──launch──► agents ──launched/alloc_finished──► commit
+//   job ends (API cancel, failure, node DOWN) ──observer──► kill to the nodes still running it; its GPUs
+//   stay held (JobTable::hold_gpus) until each node confirmed or went away
+//   tick() every second ──► heartbeat timeouts → node DOWN, jobs NODE_FAIL / requeued; end of grace
+//
+// Every state change is a WriteBatch committed through Service::commit() (store, then memory, then
+// observers), with an audit event naming its actor ("agent:<node>", "scheduler"). The hub's own maps
+// (connections, tracks of live allocations) are derived state: rebuilt from the table on start().
+//
+// Thread safety: none; everything runs on the daemon's single event loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/daemon/service.hpp"
+
+namespace railyard::daemon {
+
+// One connection as the hub sees it. send() queues a text frame; close() ends the connection (the glue
+// then calls on_close).
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  virtual void send(std::string text) = 0;
+  virtual void close() = 0;
+  // The peer's IP address as the scheduler sees it ("" when unknown); used as MASTER_ADDR.
+  virtual std::string remote_address() const { return {}; }
+};
+
+struct AgentHubOptions {
+  std::string secret;  // the cluster secret; empty: every agent is refused
+  int64_t heartbeat_timeout_s = 30;
+  int64_t reconcile_grace_s = 30;
+  int heartbeat_interval_s = 5;
+  int64_t request_timeout_s = 10;  // logs / exec requests the agent does not answer
+};
+
+struct AgentHubStats {
+  int64_t refused_total = 0;
+  int64_t bad_messages_total = 0;
+  int64_t launches_total = 0;
+};
+
+// Lower-case hex HMAC-SHA256 (OpenSSL).
+std::string hmac_sha256_hex(std::string_view key, std::string_view data);
+// The MAC a `register` must carry: HMAC(secret, challenge + "\n" + agent + "\n" + names joined by ",").
+std::string register_mac(std::string_view secret, std::string_view challenge, std::string_view agent,
+                         const std::vector<std::string>& nodes);
+// RAILYARD_EXEC_TOKEN for an allocation: HMAC(secret, "exec\n" + alloc).
+std::string exec_token(std::string_view secret, std::string_view alloc);
+// "<job>.<attempt>"
+std::string alloc_id(JobId job, int attempt);
+
+class AgentHub {
+ public:
+  // An answer to an asynchronous API request (logs, exec): HTTP status and JSON body.
+  using Answer = std::function<void(int status, nlohmann::json body)>;
+  using MetricsListener = std::function<void(JobId job, const nlohmann::json& events)>;
+
+  AgentHub(Service& service, AgentHubOptions options);
+
+  // Registers the hub as the service's observer, starts the reconcile grace period and tracks the
+  // allocations the store says are live. Call once, after Service::open().
+  void start();
+
+  void on_open(const std::shared_ptr<Peer>& peer);
+  void on_message(Peer* peer, std::string_view text);
+  void on_close(Peer* peer);
+  // Heartbeat timeouts, the end of the grace period, request timeouts. Call about once a second.
+  void tick();
+
+  bool enabled() const { return !options_.secret.empty(); }
+  const AgentHubStats& stats() const { return stats_; }
+  size_t connected_nodes() const;
+  // The last frame from the node's connection; nullopt when the node never registered.
+  std::optional<int64_t> last_heartbeat(const std::string& node) const;
+  bool connected(const std::string& node) const;
+  void set_metrics_listener(MetricsListener l) { metrics_listener_ = std::move(l); }
+
+  // Reads a rank's log through its node's agent. 404 unknown rank, 503 node not connected.
+  void request_logs(const store::JobRecord& job, int rank, const std::string& stream, int64_t offset,
+                    int64_t max_bytes, Answer answer);
+  // POST /api/v1/allocs/ALLOC/exec (railyard-agent-exec). 403 bad token, 404 unknown alloc/node, 503, 502.
+  void request_exec(const std::string& alloc, const std::string& token, const std::string& node,
+                    std::vector<std::string> argv, Answer answer);
+
+ private:
+  struct Conn {
+    std::shared_ptr<Peer> peer;
+    std::string challenge;
+    std::string agent;
+    bool registered = false;
+    int bad_in_row = 0;
+    std::vector<std::string> nodes;
+  };
+  struct Link {            // a node's agent
+    Peer* peer = nullptr;  // null once its connection closed
+    std::string agent;
+    int64_t last_seen = 0;
+  };
+  // A live (or ending) allocation.
+  struct Track {
+    JobId job = 0;
+    std::vector<std::string> nodes;
+    std::vector<topology::GpuId> gpus;
+    std::set<std::string> launch_sent, launched, finished, absent;
+    bool ended = false;     // the job left STARTING/RUNNING; waiting for kills to be confirmed
+    bool restored = false;  // live when the scheduler started (reconcile rules apply)
+    std::optional<double> run_start;
+  };
+  struct Pending {
+    Answer answer;
+    std::string node;
+    int64_t deadline = 0;
+  };
+
+  void refuse(Conn& c, const std::string& reason);
+  void send(Peer* p, const nlohmann::json& msg);
+  void send_to_node(const std::string& node, const nlohmann::json& msg);
+  void error(Peer* p, const std::string& code, const std::string& message);
+  void bad_message(Conn& c, const std::string& message);
+  void handle(Conn& c, const nlohmann::json& m);
+  void on_register(Conn& c, const nlohmann::json& m);
+  void on_launched(const nlohmann::json& m);
+  void on_launch_failed(const nlohmann::json& m);
+  void on_alloc_finished(Peer* from, const nlohmann::json& m);
+  void on_metrics(const nlohmann::json& m);
+  void on_answer(const nlohmann::json& m);
+
+  void on_batch(const WriteBatch& b);
+  void track_started(const store::JobRecord& r);
+  void end_track(const std::string& alloc, Track& t);
+  void maybe_release(const std::string& alloc);
+  void send_launch(const std::string& alloc, const Track& t, const std::string& node);
+  // Ends a live job: `end` (FAILED, TIMEOUT, NODE_FAIL, COMPLETED), or PENDING when it asked for requeue
+  // and `may_requeue`. Appends to `b` (not committed).
+  void end_job(WriteBatch& b, const store::JobRecord& r, jobs::JobState end, std::optional<int> exit_code,
+               const std::string& reason, const std::string& actor, bool may_requeue);
+  void nodes_down(const std::vector<std::string>& names, const std::string& reason);
+  const store::JobRecord* live_job(const std::string& alloc) const;
+  Status commit(const WriteBatch& b);
+
+  Service& service_;
+  AgentHubOptions options_;
+  AgentHubStats stats_;
+  int64_t grace_end_ = 0;
+  bool grace_over_ = false;
+  std::unordered_map<Peer*, Conn> conns_;
+  std::map<std::string, Link> links_;
+  std::map<std::string, Track> tracks_;  // by allocation id
+  std::map<int64_t, Pending> pending_;   // logs / exec requests by req id
+  int64_t next_req_ = 1;
+  MetricsListener metrics_listener_;
+};
+
+}  // namespace railyard::daemon

@@ -1,0 +1,257 @@
+// `railyard submit/queue/show/cancel/hold/release/logs/history/watch` against the real daemon.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tests/cli_test_util.hpp"
+
+namespace railyard::testing {
+namespace {
+
+class CliJobs : public ::testing::Test {
+ protected:
+  CliCluster c;
+
+  std::string submit(const std::vector<std::string>& args, const std::string& token) {
+    auto r = c.run(args, token);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return trimmed(r.out);
+  }
+  // A part that needs a route the scheduler does not serve yet: say so and go on with the others.
+  static std::ostream& skip_part() { return std::cout << "[ SKIPPED PART ] "; }
+
+  void SubmitPrintsTheIdAloneAndQueueJsonParsesBack();
+  void QueueTableFiltersByUserAndState();
+  void ShowGivesPlacementSpanAndCostEstimate();
+  void ShowListsTheStateHistoryWhenTheSchedulerServesIt();
+  void UnknownJobExits3();
+  void CancellingAnotherUsersJobExits3AndLeavesItAlone();
+  void HoldAndReleaseAPendingJob();
+  void BadFlagsAndBadSpecsExit2();
+  void UnreachableSchedulerExits1WithTheReason();
+  void JsonJobFileIsSubmittedAsWritten();
+  void SbatchScriptIsImportedWithWarningsOnStderr();
+  void LogsOfAnotherUsersJobOrAnUnknownJobExit3();
+  void HistoryJsonParsesBack();
+  void WatchOncePrintsTheTargetLine();
+};
+
+void CliJobs::SubmitPrintsTheIdAloneAndQueueJsonParsesBack() {
+  SCOPED_TRACE("SubmitPrintsTheIdAloneAndQueueJsonParsesBack");
+  auto r = c.run({"submit", "--gpus", "16", "--name", "wide", "--time", "2h", "--target", "accuracy=0.9", "--",
+                  "/bin/echo", "hi"},
+                 c.ada());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_TRUE(std::regex_match(r.out, std::regex("[0-9]+\n"))) << r.out;
+  auto q = c.run({"queue", "--json", "--user", "ada"}, "");
+  ASSERT_EQ(q.code, 0) << q.err;
+  auto j = q.json();
+  ASSERT_TRUE(j.is_object()) << q.out;
+  nlohmann::json job;
+  for (const auto& x : j["jobs"])
+    if (x["id"] == std::stoi(r.out)) job = x;
+  ASSERT_TRUE(job.is_object()) << q.out;
+  EXPECT_EQ(job["name"], "wide");
+  EXPECT_EQ(job["user"], "ada");
+  EXPECT_EQ(job["gpus"], 16);
+  EXPECT_EQ(job["spec"]["command"], nlohmann::json::array({"/bin/echo", "hi"}));
+  EXPECT_EQ(job["spec"]["time_limit"], 7200);
+  EXPECT_EQ(job["spec"]["target"]["metric"], "eval_accuracy");
+  EXPECT_DOUBLE_EQ(job["spec"]["target"]["value"].get<double>(), 0.9);
+}
+
+void CliJobs::QueueTableFiltersByUserAndState() {
+  SCOPED_TRACE("QueueTableFiltersByUserAndState");
+  submit({"submit", "--gpus", "8", "--name", "ada-job", "--", "true"}, c.ada());
+  submit({"submit", "--gpus", "8", "--name", "bob-job", "--", "true"}, c.bob());
+  auto all = c.run({"queue"}, "");
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("ada-job"), std::string::npos);
+  EXPECT_NE(all.out.find("bob-job"), std::string::npos);
+  EXPECT_EQ(all.out.find("\033["), std::string::npos) << "no colour when not a terminal";
+  auto mine = c.run({"queue", "--user", "bob"}, "");
+  EXPECT_EQ(mine.out.find("ada-job"), std::string::npos);
+  EXPECT_NE(mine.out.find("bob-job"), std::string::npos);
+  auto running = c.run({"queue", "--state", "completed", "--json"}, "");
+  ASSERT_EQ(running.code, 0) << running.err;
+  EXPECT_TRUE(running.json()["jobs"].empty());
+  auto bad = c.run({"queue", "--state", "SLEEPING"}, "");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+}
+
+void CliJobs::ShowGivesPlacementSpanAndCostEstimate() {
+  SCOPED_TRACE("ShowGivesPlacementSpanAndCostEstimate");
+  const std::string id = submit({"submit", "--nodes", "2", "--gpus-per-node", "8", "--", "true"}, c.ada());
+  auto text = c.run({"show", id}, "");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("switch span"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("allreduce est."), std::string::npos) << text.out;
+  auto r = c.run({"show", id, "--json"}, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = r.json();
+  EXPECT_EQ(j["job"]["id"], std::stoi(id));
+  EXPECT_EQ(j["job"]["nodes"].size(), 2u);
+  EXPECT_EQ(j["job"]["leaves_spanned"], j["job"]["min_leaves"]);
+  ASSERT_TRUE(j["allreduce_estimate"].is_object()) << r.out;
+  EXPECT_GT(j["allreduce_estimate"]["seconds"].get<double>(), 0);
+  EXPECT_EQ(j["allreduce_estimate"]["bytes"].get<double>(), 1024.0 * 1024 * 1024);
+}
+
+void CliJobs::ShowListsTheStateHistoryWhenTheSchedulerServesIt() {
+  SCOPED_TRACE("ShowListsTheStateHistoryWhenTheSchedulerServesIt");
+  const std::string id = submit({"submit", "--gpus", "8", "--", "true"}, c.ada());
+  ASSERT_EQ(c.run({"cancel", id}, c.ada()).code, 0);
+  auto j = c.run({"show", id, "--json"}, "").json();
+  if (j["events"].is_null()) return void(skip_part() << "GET /api/v1/jobs/ID/events not served by this scheduler yet" << "\n");
+  ASSERT_FALSE(j["events"].empty());
+  EXPECT_NE(j["events"].dump().find("ada"), std::string::npos) << j["events"].dump();
+}
+
+void CliJobs::UnknownJobExits3() {
+  SCOPED_TRACE("UnknownJobExits3");
+  EXPECT_EQ(c.run({"show", "999"}, "").code, 3);
+  auto r = c.run({"cancel", "999"}, c.ada());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("999"), std::string::npos) << r.err;
+  EXPECT_EQ(c.run({"show", "abc"}, "").code, 2);
+}
+
+void CliJobs::CancellingAnotherUsersJobExits3AndLeavesItAlone() {
+  SCOPED_TRACE("CancellingAnotherUsersJobExits3AndLeavesItAlone");
+  const std::string id = submit({"submit", "--gpus", "8", "--", "true"}, c.ada());
+  auto r = c.run({"cancel", id}, c.bob());
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("ada"), std::string::npos) << r.err;
+  EXPECT_NE(c.run({"show", id, "--json"}, "").json()["job"]["state"], "CANCELLED");
+  auto own = c.run({"cancel", id}, c.ada());
+  EXPECT_EQ(own.code, 0) << own.err;
+  EXPECT_EQ(own.out, id + " CANCELLED\n");
+  EXPECT_EQ(c.run({"cancel", id}, c.ada()).code, 1) << "a finished job: conflict";
+}
+
+void CliJobs::HoldAndReleaseAPendingJob() {
+  SCOPED_TRACE("HoldAndReleaseAPendingJob");
+  // Two jobs of the whole 256-GPU pod: the second waits whatever else runs.
+  const std::string first = submit({"submit", "--gpus", "256", "--", "true"}, c.ada());
+  const std::string id = submit({"submit", "--gpus", "256", "--", "true"}, c.ada());
+  auto hold = c.run({"hold", id}, c.ada());
+  ASSERT_EQ(hold.code, 0) << hold.err;
+  EXPECT_EQ(hold.out, id + " HELD\n");
+  auto release = c.run({"release", id}, c.ada());
+  ASSERT_EQ(release.code, 0) << release.err;
+  EXPECT_EQ(release.out, id + " PENDING\n");
+  EXPECT_EQ(c.run({"cancel", first, id}, c.ada()).code, 0);
+}
+
+void CliJobs::BadFlagsAndBadSpecsExit2() {
+  SCOPED_TRACE("BadFlagsAndBadSpecsExit2");
+  EXPECT_EQ(c.run({"queue", "--no-such-flag"}, "").code, 2);
+  EXPECT_EQ(c.run({"submit", "--gpus", "8"}, c.ada()).code, 2) << "no command";
+  EXPECT_EQ(c.run({"submit", "--", "true"}, c.ada()).code, 2) << "no size";
+  EXPECT_EQ(c.run({"submit", "--gpus", "8", "--launcher", "ssh", "--", "true"}, c.ada()).code, 2);
+  EXPECT_EQ(c.run({"submit", "--gpus", "8", "--time", "forever", "--", "true"}, c.ada()).code, 2);
+  auto r = c.run({"submit", "--nodes", "1", "--gpus-per-node", "9", "--", "true"}, c.ada());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("gpus_per_node=9"), std::string::npos) << r.err;
+  write_text(c.file("typo.json"), R"({"gpu": 8, "command": ["true"]})");
+  auto typo = c.run({"submit", c.file("typo.json")}, c.ada());
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("did you mean"), std::string::npos) << typo.err;
+}
+
+void CliJobs::UnreachableSchedulerExits1WithTheReason() {
+  SCOPED_TRACE("UnreachableSchedulerExits1WithTheReason");
+  auto env = c.env(c.ada());
+  env["RAILYARD_URL"] = "http://127.0.0.1:1";
+  auto r = run_cli(RAILYARD_BIN, {"queue"}, env);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("railyard: cannot reach the scheduler at http://127.0.0.1:1: connection refused"),
+            std::string::npos)
+      << r.err;
+}
+
+void CliJobs::JsonJobFileIsSubmittedAsWritten() {
+  SCOPED_TRACE("JsonJobFileIsSubmittedAsWritten");
+  write_text(c.file("job.json"),
+             R"({"name": "from-file", "nodes": 2, "gpus_per_node": 4, "launcher": "env", "command": ["train"]})");
+  const std::string id = submit({"submit", c.file("job.json")}, c.ada());
+  auto j = c.run({"show", id, "--json"}, "").json()["job"];
+  EXPECT_EQ(j["name"], "from-file");
+  EXPECT_EQ(j["gpus"], 8);
+  EXPECT_EQ(j["spec"]["launcher"], "env");
+}
+
+void CliJobs::SbatchScriptIsImportedWithWarningsOnStderr() {
+  SCOPED_TRACE("SbatchScriptIsImportedWithWarningsOnStderr");
+  write_text(c.file("train.sbatch"), "#!/bin/bash\n#SBATCH --job-name=resnet\n#SBATCH --nodes=2\n"
+                                     "#SBATCH --gres=gpu:h100:8\n#SBATCH --time=01:30:00\n"
+                                     "#SBATCH --mail-type=END\nsrun python train.py\n");
+  auto r = c.run({"submit", c.file("train.sbatch")}, c.ada());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("line 6"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mail-type"), std::string::npos) << r.err;
+  auto j = c.run({"show", trimmed(r.out), "--json"}, "").json()["job"];
+  EXPECT_EQ(j["name"], "resnet");
+  EXPECT_EQ(j["gpus"], 16);
+  EXPECT_EQ(j["gpu_type"], "H100");
+  EXPECT_EQ(j["spec"]["time_limit"], 5400);
+  EXPECT_EQ(j["spec"]["command"][0], "/bin/bash");
+  write_text(c.file("bad.sbatch"), "#!/bin/bash\n#SBATCH --nodes=abc\nhostname\n");
+  auto bad = c.run({"submit", c.file("bad.sbatch")}, c.ada());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("line 2"), std::string::npos) << bad.err;
+}
+
+void CliJobs::LogsOfAnotherUsersJobOrAnUnknownJobExit3() {
+  SCOPED_TRACE("LogsOfAnotherUsersJobOrAnUnknownJobExit3");
+  const std::string id = submit({"submit", "--gpus", "8", "--", "true"}, c.ada());
+  auto r = c.run({"logs", id}, c.bob());
+  if (r.err.find("does not serve") != std::string::npos) return void(skip_part() << "logs route not served yet: " << r.err << "\n");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(c.run({"logs", "999"}, c.ada()).code, 3);
+}
+
+void CliJobs::HistoryJsonParsesBack() {
+  SCOPED_TRACE("HistoryJsonParsesBack");
+  submit({"submit", "--gpus", "8", "--", "true"}, c.ada());
+  auto r = c.run({"history", "--json", "--by", "project"}, "");
+  if (r.err.find("does not serve") != std::string::npos) return void(skip_part() << "accounting route not served yet" << "\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = r.json();
+  EXPECT_EQ(j["by"], "project");
+  EXPECT_TRUE(j["rows"].is_array());
+  EXPECT_EQ(c.run({"history", "--since", "yesterday"}, "").code, 2);
+}
+
+void CliJobs::WatchOncePrintsTheTargetLine() {
+  SCOPED_TRACE("WatchOncePrintsTheTargetLine");
+  const std::string id = submit({"submit", "--gpus", "8", "--target", "accuracy=0.95", "--", "true"}, c.ada());
+  auto r = c.run({"watch", id, "--once"}, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("eval_accuracy - / 0.95"), std::string::npos) << r.out;
+}
+
+// One daemon per test process (each costs seconds under ASan on a busy machine): the parts share it,
+// placement-dependent parts first, the one that fills the pod last.
+TEST_F(CliJobs, HappyPaths) {
+  ShowGivesPlacementSpanAndCostEstimate();
+  SubmitPrintsTheIdAloneAndQueueJsonParsesBack();
+  QueueTableFiltersByUserAndState();
+  JsonJobFileIsSubmittedAsWritten();
+  SbatchScriptIsImportedWithWarningsOnStderr();
+  ShowListsTheStateHistoryWhenTheSchedulerServesIt();
+  HistoryJsonParsesBack();
+  WatchOncePrintsTheTargetLine();
+  HoldAndReleaseAPendingJob();
+}
+
+TEST_F(CliJobs, ErrorPathsExitCodes) {
+  UnknownJobExits3();
+  CancellingAnotherUsersJobExits3AndLeavesItAlone();
+  BadFlagsAndBadSpecsExit2();
+  UnreachableSchedulerExits1WithTheReason();
+  LogsOfAnotherUsersJobOrAnUnknownJobExit3();
+}
+
+}  // namespace
+}  // namespace railyard::testing

@@ -1,0 +1,192 @@
+// `railyard nodes/drain/resume/node remove`, where the URL and token come from, and `railyard up/down`.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "tests/cli_test_util.hpp"
+
+namespace railyard::testing {
+namespace {
+
+void nodes_json_and_hostlist_filter(const CliCluster& c) {
+  SCOPED_TRACE("nodes");
+  auto all = c.run({"nodes", "--json"}, "");
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(all.json()["nodes"].size(), 32u);
+  auto some = c.run({"nodes", "dgx[001-003,010]", "--json"}, "");
+  ASSERT_EQ(some.code, 0) << some.err;
+  auto j = some.json()["nodes"];
+  ASSERT_EQ(j.size(), 4u);
+  EXPECT_EQ(j[3]["name"], "dgx010");
+  auto table = c.run({"nodes", "dgx001"}, "");
+  EXPECT_NE(table.out.find("dgx001"), std::string::npos);
+  EXPECT_NE(table.out.find("1 nodes, 0/8 GPUs used"), std::string::npos) << table.out;
+  EXPECT_EQ(c.run({"nodes", "dgx[001-"}, "").code, 2);
+  EXPECT_EQ(c.run({"nodes", "nosuch[1-2]"}, "").code, 3);
+}
+
+void drain_and_resume(const CliCluster& c) {
+  SCOPED_TRACE("drain/resume");
+  auto drain = c.run({"drain", "dgx[001-002]", "--reason", "bad fan"}, c.admin());
+  ASSERT_EQ(drain.code, 0) << drain.err;
+  EXPECT_EQ(drain.out, "dgx001 drain\ndgx002 drain\n");
+  auto nodes = c.run({"nodes", "--state", "drain", "--json"}, "").json()["nodes"];
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0]["reason"], "bad fan");
+  EXPECT_EQ(c.run({"drain", "dgx003"}, c.admin()).code, 2) << "--reason is required";
+  EXPECT_EQ(c.run({"drain", "dgx003", "--reason", "x"}, c.ada()).code, 3) << "users may not drain";
+  auto resume = c.run({"resume", "dgx001", "dgx999"}, c.admin());
+  EXPECT_EQ(resume.code, 3) << "dgx999 is unknown";
+  EXPECT_EQ(resume.out, "dgx001 up\n");
+}
+
+void node_remove(const CliCluster& c) {
+  SCOPED_TRACE("node remove");
+  auto r = c.run({"node", "remove", "dgx032"}, c.admin());
+  if (r.err.find("does not serve") != std::string::npos) {
+    std::cout << "[ SKIPPED PART ] node remove not served yet: " << r.err;
+    return;
+  }
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(c.run({"node", "remove", "dgx032"}, c.ada()).code, 3);
+}
+
+TEST(CliNodes, ListDrainResumeRemove) {
+  CliCluster c;
+  nodes_json_and_hostlist_filter(c);
+  drain_and_resume(c);
+  node_remove(c);
+}
+
+TEST(CliConfig, TokenFromFlagEnvironmentOrConfigFile) {
+  CliCluster c;
+  auto env = c.env("");
+  // No token anywhere: a POST is refused before it is sent, with a hint.
+  auto none = run_cli(RAILYARD_BIN, {"submit", "--gpus", "8", "--", "true"}, env);
+  EXPECT_EQ(none.code, 3);
+  EXPECT_NE(none.err.find("RAILYARD_TOKEN"), std::string::npos) << none.err;
+  // The config file under $XDG_CONFIG_HOME gives both the URL and the token.
+  const std::string xdg = c.file("xdg");
+  std::filesystem::create_directories(xdg + "/railyard");
+  write_text(xdg + "/railyard/config", "# written by hand\nurl = " + c.url() + "\ntoken = " + c.ada() + "\n");
+  env.erase("RAILYARD_URL");
+  env["XDG_CONFIG_HOME"] = xdg;
+  auto from_file = run_cli(RAILYARD_BIN, {"submit", "--gpus", "8", "--", "true"}, env);
+  ASSERT_EQ(from_file.code, 0) << from_file.err;
+  EXPECT_EQ(c.run({"show", trimmed(from_file.out), "--json"}, "").json()["job"]["user"], "ada");
+  // The environment wins over the file, and the flag over the environment.
+  env["RAILYARD_TOKEN"] = c.bob();
+  auto from_env = run_cli(RAILYARD_BIN, {"submit", "--gpus", "8", "--", "true"}, env);
+  ASSERT_EQ(from_env.code, 0) << from_env.err;
+  EXPECT_EQ(c.run({"show", trimmed(from_env.out), "--json"}, "").json()["job"]["user"], "bob");
+  auto from_flag = run_cli(RAILYARD_BIN, {"submit", "--token", c.ada(), "--gpus", "8", "--", "true"}, env);
+  ASSERT_EQ(from_flag.code, 0) << from_flag.err;
+  EXPECT_EQ(c.run({"show", trimmed(from_flag.out), "--json"}, "").json()["job"]["user"], "ada");
+  // A bad token is "not allowed" (3); a bad URL is a usage error (2).
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"cancel", "1", "--token", "ry_nope"}, env).code, 3);
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"queue", "--url", "https://x"}, env).code, 2);
+}
+
+// --- up / down -------------------------------------------------------------------------------------
+
+bool pid_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  return line[line.rfind(')') + 2] != 'Z';
+}
+
+std::vector<pid_t> recorded_pids(const std::string& dir) {
+  std::vector<pid_t> out;
+  std::ifstream in(dir + "/pids");
+  std::string line;
+  while (std::getline(in, line)) out.push_back(std::atoi(line.c_str()));
+  return out;
+}
+
+TEST(CliUp, SchedulerOnlyUpWritesConfigAndDownStopsExactlyItsPids) {
+  TempDir tmp;
+  const std::string dir = tmp.file("state");
+  std::map<std::string, std::string> env{{"HOME", tmp.file("home")}};
+  auto up = run_cli(RAILYARD_BIN, {"up", "--nodes", "3", "--no-agents", "--port", "0", "--state-dir", dir}, env);
+  ASSERT_EQ(up.code, 0) << up.err;
+  EXPECT_NE(up.out.find("export RAILYARD_URL=http://127.0.0.1:"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("export RAILYARD_TOKEN="), std::string::npos) << up.out;
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // The config file lets the next command find the scheduler and the admin token.
+  auto nodes = run_cli(RAILYARD_BIN, {"nodes", "--json"}, env);
+  ASSERT_EQ(nodes.code, 0) << nodes.err;
+  EXPECT_EQ(nodes.json()["nodes"].size(), 3u);
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"drain", "dgx001", "--reason", "test"}, env).code, 0);
+  // `topo show --url`: the live cluster with occupancy; without a file or --url it is a usage error.
+  const size_t at = up.out.find("http://");
+  const std::string url = up.out.substr(at, up.out.find('\n', at) - at);
+  auto topo = run_cli(RAILYARD_BIN, {"topo", "show", "--url", url, "--json"}, env);
+  ASSERT_EQ(topo.code, 0) << topo.err;
+  EXPECT_EQ(topo.json()["nodes"].size(), 3u);
+  EXPECT_EQ(topo.json()["topology"]["version"], 1);
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"topo", "show"}, env).code, 2);
+  // A second `up` on the same state dir refuses.
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"up", "--nodes", "3", "--no-agents", "--port", "0", "--state-dir", dir}, env).code, 2);
+
+  const auto pids = recorded_pids(dir);
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_TRUE(pid_alive(pids[0]));
+  // A process that is not ours, whose pid we pretend was recorded: `down` must leave it alone.
+  const pid_t other = ::fork();
+  if (other == 0) {
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  std::ofstream(dir + "/pids", std::ios::app) << other << "\tagent\t/not/what/runs --there\n";
+  auto down = run_cli(RAILYARD_BIN, {"down", "--state-dir", dir}, env);
+  EXPECT_EQ(down.code, 0) << down.err;
+  EXPECT_FALSE(pid_alive(pids[0]));
+  EXPECT_TRUE(pid_alive(other)) << "down signalled a process it did not start";
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/pids"));
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"down", "--state-dir", dir}, env).code, 0) << "nothing to stop is fine";
+}
+
+TEST(CliUp, MissingAgentBinaryIsAClearError) {
+  TempDir tmp;
+  std::map<std::string, std::string> env{{"HOME", tmp.file("home")}, {"RAILYARD_BIN_DIR", tmp.file("none")}};
+  if (!std::filesystem::exists(std::filesystem::path(RAILYARD_BIN).parent_path().parent_path() / "agent" /
+                               "railyard-agent")) {
+    auto r = run_cli(RAILYARD_BIN, {"up", "--nodes", "1", "--port", "0", "--state-dir", tmp.file("s")}, env);
+    EXPECT_EQ(r.code, 3);
+    EXPECT_NE(r.err.find("railyard-agent not found"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("s") + "/pids")) << "nothing started";
+}
+
+TEST(CliUp, FourNodesWithAgentsComeUpAndAJobRuns) {
+  const auto agent = std::filesystem::path(RAILYARD_BIN).parent_path().parent_path() / "agent" / "railyard-agent";
+  if (!std::filesystem::exists(agent)) GTEST_SKIP() << "railyard-agent is not built yet";
+  TempDir tmp;
+  const std::string dir = tmp.file("state");
+  std::map<std::string, std::string> env{{"HOME", tmp.file("home")}};
+  auto up = run_cli(RAILYARD_BIN, {"up", "--nodes", "4", "--port", "0", "--state-dir", dir, "--timeout", "60"}, env);
+  ASSERT_EQ(up.code, 0) << up.err;
+  EXPECT_EQ(recorded_pids(dir).size(), 5u);
+  auto nodes = run_cli(RAILYARD_BIN, {"nodes", "--json", "--state", "up"}, env);
+  EXPECT_EQ(nodes.json()["nodes"].size(), 4u) << nodes.out;
+  auto job = run_cli(RAILYARD_BIN, {"submit", "--nodes", "2", "--gpus-per-node", "1", "--launcher", "env", "--wait",
+                                    "--", "/bin/sh", "-c", "echo rank $RANK of $WORLD_SIZE"},
+                     env);
+  EXPECT_EQ(job.code, 0) << job.err;
+  auto logs = run_cli(RAILYARD_BIN, {"logs", trimmed(job.out), "--rank", "1"}, env);
+  EXPECT_EQ(logs.out, "rank 1 of 2\n") << logs.err;
+  const auto pids = recorded_pids(dir);
+  auto down = run_cli(RAILYARD_BIN, {"down", "--state-dir", dir}, env);
+  EXPECT_EQ(down.code, 0) << down.err;
+  for (pid_t p : pids) EXPECT_FALSE(pid_alive(p)) << p;
+}
+
+}  // namespace
+}  // namespace railyard::testing

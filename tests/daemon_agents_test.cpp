@@ -1,0 +1,381 @@
+// Unit tests of the AgentHub (scheduler/daemon/agents.hpp): the agent protocol's scheduler side driven by
+// fake peers, a fake loop and a settable clock over a real SQLite store. No sockets.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+
+#include "scheduler/daemon/agents.hpp"
+#include "scheduler/store/sqlite_store.hpp"
+#include "tests/daemon_client.hpp"
+#include "topology/io_json.hpp"
+
+namespace railyard::daemon {
+namespace {
+
+using jobs::JobState;
+using nlohmann::json;
+
+constexpr const char* kSecret = "0123456789abcdef-cluster-secret";
+constexpr const char* kTwoNodes = R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}],
+  "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n1"}, {"name": "leaf2", "level": "leaf", "nodes": "n2"},
+               {"name": "spine", "level": "spine", "children": ["leaf1", "leaf2"]}]})";
+
+class FakePeer : public Peer {
+ public:
+  void send(std::string text) override { sent.push_back(json::parse(text)); }
+  void close() override { closed = true; }
+  // The frames of one type, in order.
+  std::vector<json> of(const std::string& type) const {
+    std::vector<json> out;
+    for (const auto& m : sent)
+      if (m["type"] == type) out.push_back(m);
+    return out;
+  }
+  std::vector<json> sent;
+  bool closed = false;
+};
+
+// A daemon without sockets: real store, hub and service; posted work runs when run() is called.
+class Harness {
+ public:
+  explicit Harness(const testing::TempDir& dir, std::string secret = kSecret) {
+    auto c = topology::read_cluster_json(kTwoNodes);
+    if (!c) throw std::runtime_error(c.error().message);
+    cluster_ = std::make_unique<topology::Cluster>(std::move(*c));
+    auto st = store::SqliteStateStore::open(dir.file("s.db"));
+    if (!st) throw std::runtime_error(st.error().message);
+    Loop loop{
+        [this](std::function<void()> fn) { work_.push_back(std::move(fn)); },
+        [this](std::chrono::milliseconds, std::function<void()> fn) { work_.push_back(std::move(fn)); }};
+    service = std::make_unique<Service>(*cluster_, std::move(*st), std::move(loop), [this] { return now; });
+    if (!service->open()) throw std::runtime_error("open failed");
+    AgentHubOptions o;
+    o.secret = std::move(secret);
+    o.heartbeat_timeout_s = 30;
+    o.reconcile_grace_s = 30;
+    hub = std::make_unique<AgentHub>(*service, o);
+    hub->start();
+    run();
+  }
+  void run() {
+    while (!work_.empty()) {
+      auto fn = std::move(work_.front());
+      work_.pop_front();
+      fn();
+    }
+  }
+  // Opens a connection and registers `nodes` with a correct MAC (or `mac` when given).
+  std::shared_ptr<FakePeer> connect(const std::vector<std::string>& nodes, json running = json::object(),
+                                    std::string mac = "", json finished = json::array()) {
+    auto p = std::make_shared<FakePeer>();
+    hub->on_open(p);
+    const std::string challenge = p->sent.at(0).at("challenge");
+    json ns = json::array();
+    for (const auto& n : nodes)
+      ns.push_back({{"name", n},
+                    {"inventory", {{"gpus", 8}, {"source", "emulated"}}},
+                    {"running", running.value(n, json::array())}});
+    if (mac.empty()) mac = register_mac(kSecret, challenge, "test:1", nodes);
+    send(p, {{"type", "register"},
+             {"v", 1},
+             {"agent", "test:1"},
+             {"nodes", ns},
+             {"mac", mac},
+             {"finished", finished}});
+    return p;
+  }
+  void send(const std::shared_ptr<FakePeer>& p, const json& m) {
+    hub->on_message(p.get(), m.dump());
+    run();
+  }
+  jobs::JobId submit(int gpus, bool requeue = false) {
+    jobs::JobSpec spec;
+    spec.gpus = gpus;
+    spec.requeue = requeue;
+    spec.launcher = jobs::Launcher::kEnv;
+    spec.command = {"/bin/true"};
+    const Caller ada{"ada", store::Role::kUser};
+    EXPECT_TRUE(service->prepare(spec, ada));
+    jobs::JobId id = 0;
+    service->submit({spec}, ada, [&](Result<std::vector<jobs::JobId>> ids) { id = ids->front(); });
+    run();
+    return id;
+  }
+  const store::JobRecord& job(jobs::JobId id) const { return *service->table().find(id); }
+  sched::NodeHealth health(const std::string& node) const {
+    return service->table().health(cluster_->find_node(node));
+  }
+
+  int64_t now = 10'000;
+  std::unique_ptr<Service> service;
+  std::unique_ptr<AgentHub> hub;
+
+ private:
+  std::unique_ptr<topology::Cluster> cluster_;
+  std::deque<std::function<void()>> work_;
+};
+
+json launched(const std::string& alloc, jobs::JobId job, const std::string& node) {
+  return {{"type", "launched"}, {"v", 1},       {"alloc", alloc},
+          {"job", job},         {"node", node}, {"ranks", json::array()}};
+}
+
+json finished(const std::string& alloc, jobs::JobId job, const std::string& node, const std::string& state,
+              int exit_code, int seq) {
+  return {{"type", "alloc_finished"},
+          {"v", 1},
+          {"alloc", alloc},
+          {"job", job},
+          {"node", node},
+          {"state", state},
+          {"exit_code", exit_code},
+          {"signal", 0},
+          {"message", ""},
+          {"seq", seq}};
+}
+
+TEST(AgentHub, HandshakeAcceptsTheRightMacAndRefusesBadOnesAndReplays) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto good = h.connect({"n1", "n2", "x9"});
+  auto reg = good->of("registered");
+  ASSERT_EQ(reg.size(), 1u);
+  EXPECT_EQ(reg[0]["nodes"], json({"n1", "n2"}));
+  EXPECT_EQ(reg[0]["rejected"][0]["name"], "x9");
+  EXPECT_EQ(h.hub->connected_nodes(), 2u);
+  EXPECT_FALSE(good->closed);
+
+  auto bad = h.connect({"n1"}, json::object(), std::string(64, 'a'));
+  EXPECT_TRUE(bad->closed);
+  ASSERT_EQ(bad->of("error").size(), 1u);
+  EXPECT_EQ(bad->of("error")[0]["code"], "unauthorized");
+  EXPECT_TRUE(bad->of("registered").empty());
+
+  // A register copied from another connection carries the MAC of the other challenge.
+  const std::string old_challenge = good->sent.at(0)["challenge"];
+  auto replay = h.connect({"n1"}, json::object(), register_mac(kSecret, old_challenge, "test:1", {"n1"}));
+  EXPECT_TRUE(replay->closed);
+  EXPECT_EQ(h.hub->stats().refused_total, 2);
+  EXPECT_TRUE(h.hub->connected("n1"));  // the good connection still holds it
+
+  auto first = std::make_shared<FakePeer>();
+  h.hub->on_open(first);
+  h.send(first, {{"type", "heartbeat"}, {"v", 1}, {"nodes", {"n1"}}});
+  EXPECT_TRUE(first->closed) << "a first message that is not register";
+}
+
+TEST(AgentHub, WithoutASecretEveryAgentIsRefused) {
+  testing::TempDir dir;
+  Harness h(dir, "");
+  auto p = h.connect({"n1"});
+  EXPECT_TRUE(p->closed);
+  EXPECT_EQ(h.hub->connected_nodes(), 0u);
+}
+
+TEST(AgentHub, LaunchedAndFinishedDriveAJobToCompletedWithAcks) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const auto id = h.submit(16);
+  ASSERT_EQ(h.job(id).state, JobState::kStarting);
+  const std::string alloc = std::to_string(id) + ".1";
+  auto launches = p->of("launch");
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0]["alloc"], alloc);
+  EXPECT_EQ(launches[0]["nodes"].size(), 2u);
+  EXPECT_EQ(launches[0]["nodes"][0]["gpus"].size(), 8u);
+  EXPECT_EQ(launches[0]["spec"]["gpus"], 16);
+  h.send(p, launched(alloc, id, "n1"));
+  EXPECT_EQ(h.job(id).state, JobState::kStarting) << "one node of two";
+  h.send(p, launched(alloc, id, "n2"));
+  EXPECT_EQ(h.job(id).state, JobState::kRunning);
+  h.send(p, finished(alloc, id, "n1", "completed", 0, 7));
+  EXPECT_EQ(h.job(id).state, JobState::kRunning);
+  h.send(p, finished(alloc, id, "n2", "completed", 0, 8));
+  EXPECT_EQ(h.job(id).state, JobState::kCompleted);
+  EXPECT_EQ(h.job(id).exit_code, 0);
+  auto acks = p->of("ack");
+  ASSERT_EQ(acks.size(), 2u);
+  EXPECT_EQ(acks[0]["seq"], 7);
+  EXPECT_EQ(acks[1]["seq"], 8);
+  // A duplicate (resent after a reconnect) is acknowledged again and changes nothing.
+  h.send(p, finished(alloc, id, "n2", "completed", 0, 8));
+  EXPECT_EQ(p->of("ack").size(), 3u);
+  auto events = h.service->store().events("job:" + std::to_string(id), 100);
+  ASSERT_TRUE(events);
+  EXPECT_EQ(events->back().actor, "agent:n2");
+}
+
+TEST(AgentHub, OneFailedNodeFailsTheJobAndKillsTheOthers) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const auto id = h.submit(16);
+  const std::string alloc = std::to_string(id) + ".1";
+  h.send(p, launched(alloc, id, "n1"));
+  h.send(p, launched(alloc, id, "n2"));
+  h.send(p, finished(alloc, id, "n1", "failed", 3, 1));
+  EXPECT_EQ(h.job(id).state, JobState::kFailed);
+  EXPECT_EQ(h.job(id).exit_code, 3);
+  auto kills = p->of("kill");
+  ASSERT_EQ(kills.size(), 1u);
+  EXPECT_EQ(kills[0]["node"], "n2");
+  // n2's GPUs stay held until it confirms: a new 8-GPU job fits only on n1.
+  const auto next = h.submit(16);
+  EXPECT_EQ(h.job(next).state, JobState::kPending);
+  h.send(p, finished(alloc, id, "n2", "cancelled", 143, 2));
+  h.run();
+  EXPECT_EQ(h.job(next).state, JobState::kStarting);
+}
+
+TEST(AgentHub, CancelKillsEveryNodeAndHoldsTheGpusUntilConfirmed) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const auto id = h.submit(16);
+  const std::string alloc = std::to_string(id) + ".1";
+  h.send(p, launched(alloc, id, "n1"));
+  h.send(p, launched(alloc, id, "n2"));
+  ASSERT_TRUE(h.service->act(id, jobs::JobEvent::kCancelled, {"ada", store::Role::kUser}));
+  h.run();
+  EXPECT_EQ(h.job(id).state, JobState::kCancelled);
+  EXPECT_EQ(p->of("kill").size(), 2u);
+  const auto next = h.submit(8);
+  EXPECT_EQ(h.job(next).state, JobState::kPending);
+  h.send(p, finished(alloc, id, "n1", "cancelled", 143, 1));
+  h.run();
+  EXPECT_EQ(h.job(next).state, JobState::kPending) << "held until every node confirmed";
+  h.send(p, finished(alloc, id, "n2", "cancelled", 143, 2));
+  h.run();
+  EXPECT_EQ(h.job(next).state, JobState::kStarting);
+  EXPECT_EQ(h.job(id).state, JobState::kCancelled);
+}
+
+TEST(AgentHub, SilentNodeGoesDownAndItsJobIsRequeuedThenFenced) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto a = h.connect({"n1"});
+  auto b = h.connect({"n2"});
+  const auto id = h.submit(8, /*requeue=*/true);
+  const auto& r = h.job(id);
+  ASSERT_EQ(r.nodes.size(), 1u);
+  const std::string node = r.nodes[0], other = node == "n1" ? "n2" : "n1";
+  auto& runs = node == "n1" ? a : b;
+  auto& stays = node == "n1" ? b : a;
+  h.send(runs, launched(std::to_string(id) + ".1", id, node));
+  ASSERT_EQ(h.job(id).state, JobState::kRunning);
+  h.now += 20;
+  h.send(stays, {{"type", "heartbeat"}, {"v", 1}, {"nodes", {other}}});
+  h.now += 15;  // 35 s since `node` was last heard of, 15 s for `other`
+  h.hub->tick();
+  h.run();
+  EXPECT_EQ(h.health(node), sched::NodeHealth::kDown);
+  EXPECT_EQ(h.health(other), sched::NodeHealth::kUp);
+  // Requeued (attempt kept) and placed again on the other node as attempt 2.
+  EXPECT_EQ(h.job(id).state, JobState::kStarting);
+  EXPECT_EQ(h.job(id).attempt, 2);
+  EXPECT_EQ(h.job(id).nodes[0], other);
+  auto events = h.service->store().events("job:" + std::to_string(id), 100);
+  ASSERT_TRUE(events);
+  bool requeued = false;
+  for (const auto& e : *events) requeued |= e.what.find("requeued after NODE_FAIL") != std::string::npos;
+  EXPECT_TRUE(requeued);
+  // The silent agent comes back still running attempt 1: it is told to kill it, and the node is UP.
+  auto back = h.connect({node}, {{node, {{{"alloc", std::to_string(id) + ".1"}, {"job", id}}}}});
+  auto reg = back->of("registered");
+  ASSERT_EQ(reg.size(), 1u);
+  ASSERT_EQ(reg[0]["kill"].size(), 1u);
+  EXPECT_EQ(reg[0]["kill"][0]["reason"],
+            "fenced: job " + std::to_string(id) + " runs as " + std::to_string(id) + ".2");
+  EXPECT_EQ(h.health(node), sched::NodeHealth::kUp);
+}
+
+TEST(AgentHub, FinishedResultsCarriedInRegisterAreAppliedAndAcked) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const auto id = h.submit(8);
+  const std::string node = h.job(id).nodes[0], alloc = std::to_string(id) + ".1";
+  h.send(p, launched(alloc, id, node));
+  h.hub->on_close(p.get());
+  auto again = h.connect({"n1", "n2"}, json::object(), "",
+                         json::array({finished(alloc, id, node, "completed", 0, 42)}));
+  EXPECT_EQ(h.job(id).state, JobState::kCompleted);
+  ASSERT_EQ(again->of("ack").size(), 1u);
+  EXPECT_EQ(again->of("ack")[0]["seq"], 42);
+}
+
+TEST(AgentHub, RestartReconcileKeepsReportedJobsAndFailsLostOnes) {
+  testing::TempDir dir;
+  jobs::JobId kept = 0, lost = 0;
+  {
+    Harness h(dir);
+    auto p = h.connect({"n1", "n2"});
+    kept = h.submit(8);
+    lost = h.submit(8);
+    for (auto id : {kept, lost}) h.send(p, launched(std::to_string(id) + ".1", id, h.job(id).nodes[0]));
+    ASSERT_EQ(h.job(kept).state, JobState::kRunning);
+    ASSERT_EQ(h.job(lost).state, JobState::kRunning);
+  }
+  Harness h(dir);  // the scheduler restarts on the same database
+  EXPECT_EQ(h.job(kept).state, JobState::kRunning);
+  const std::string kn = h.job(kept).nodes[0], ln = h.job(lost).nodes[0];
+  json running = {{kn, {{{"alloc", std::to_string(kept) + ".1"}, {"job", kept}}}}};
+  auto p = h.connect({"n1", "n2"}, running);
+  EXPECT_TRUE(p->of("registered")[0]["kill"].empty());
+  EXPECT_EQ(h.job(kept).state, JobState::kRunning);
+  EXPECT_EQ(h.job(lost).state, JobState::kFailed);
+  EXPECT_EQ(h.job(lost).reason, "lost: not running on any node after scheduler restart");
+  EXPECT_TRUE(p->of("launch").empty()) << "restored allocations are never launched twice";
+  h.send(p, finished(std::to_string(kept) + ".1", kept, kn, "completed", 0, 1));
+  EXPECT_EQ(h.job(kept).state, JobState::kCompleted);
+  (void)ln;
+}
+
+TEST(AgentHub, NodesThatNeverRegisterAreDownAfterTheGrace) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1"});
+  h.now += 29;
+  h.send(p, {{"type", "heartbeat"}, {"v", 1}});
+  h.hub->tick();
+  EXPECT_EQ(h.health("n2"), sched::NodeHealth::kUp);
+  h.now += 2;
+  h.hub->tick();
+  h.run();
+  EXPECT_EQ(h.health("n2"), sched::NodeHealth::kDown);
+  EXPECT_EQ(h.health("n1"), sched::NodeHealth::kUp);
+}
+
+TEST(AgentHub, MetricsAreStoredAndTimeToTrainIsSet) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const auto id = h.submit(8);
+  const std::string node = h.job(id).nodes[0], alloc = std::to_string(id) + ".1";
+  h.send(p, launched(alloc, id, node));
+  json events = json::array({{{"key", "run_start"}, {"t", 100.0}},
+                             {{"key", "eval_accuracy"}, {"t", 110.0}, {"value", 0.9}, {"epoch", 1}},
+                             {{"key", "run_stop"}, {"t", 112.5}, {"status", "success"}},
+                             {{"key", "time_to_train"}, {"value", 12.5}}});
+  h.send(p, {{"type", "metrics"},
+             {"v", 1},
+             {"alloc", alloc},
+             {"job", id},
+             {"node", node},
+             {"events", events},
+             {"telemetry", {{"cpu_s", 1.5}}}});
+  ASSERT_TRUE(h.job(id).time_to_train_s);
+  EXPECT_DOUBLE_EQ(*h.job(id).time_to_train_s, 12.5);
+  auto samples = h.service->store().metrics(id, 100);
+  ASSERT_TRUE(samples);
+  EXPECT_EQ(samples->size(), 5u);
+  // A bad message is answered with an error and counted; three in a row close the connection.
+  for (int i = 0; i < 3; ++i) h.send(p, {{"type", "launched"}, {"v", 1}});
+  EXPECT_EQ(h.hub->stats().bad_messages_total, 3);
+  EXPECT_TRUE(p->closed);
+}
+
+}  // namespace
+}  // namespace railyard::daemon

@@ -1,0 +1,225 @@
+// Job detail: placement (nodes, GPUs, leaves used vs the minimum, any cost-model estimate the API
+// gives), the quality curve from MLLOG (eval_accuracy vs wall time since run_start, with the target
+// line), throughput, time-to-train, events and the last log lines. The metrics, events and logs routes
+// are optional: a daemon without them shows "not available" for that part.
+
+import {get, getOptional, getToken, query} from '../api.js';
+import {lineChart} from '../charts.js';
+import {coalesce, debounce, fmtDuration, fmtTime, h, stateClass} from '../dom.js';
+import * as live from '../live.js';
+
+// Accepts the metrics route's {"samples": [{"key", "t", "data": {...MLLOG fields}}]}, the watch stream's
+// MLLOG events {"key", "t", "value", ...}, or {"events": [...]}.
+function samplesOf(res) {
+  if (!res) return [];
+  const list = Array.isArray(res) ? res : res.samples || res.events || res.metrics || [];
+  return list.map((e) => {
+    const d = e.data && typeof e.data === 'object' ? e.data : {};
+    return {key: e.key ?? d.key ?? e.name, t: Number(e.t ?? e.time ?? d.t), value: e.value ?? d.value,
+            unit: e.unit ?? d.unit, status: e.status ?? d.status};
+  });
+}
+
+function targetOf(job, metricsRes) {
+  const t = (metricsRes && !Array.isArray(metricsRes) && metricsRes.target) || (job.spec && job.spec.target);
+  return t && Number.isFinite(Number(t.value)) ? {metric: t.metric || 'eval_accuracy', value: Number(t.value)} : null;
+}
+
+const kTailBytes = 16384;
+
+// The last kTailBytes of rank 0's stdout: one read for the file size, one for its end. Needs a token
+// (the job's owner or an admin); answers a string, or an object {note} saying why there is none.
+async function tailLog(id) {
+  if (!getToken()) return {note: 'log lines need a token (the job owner or an admin)'};
+  try {
+    const head = await get(`/jobs/${id}/logs` + query({rank: 0, stream: 'out', offset: 0, max_bytes: 1}));
+    const size = Number(head.size) || 0;
+    if (size <= 1) return head.data || '';
+    const offset = Math.max(0, size - kTailBytes);
+    const tail = await get(`/jobs/${id}/logs` + query({rank: 0, stream: 'out', offset, max_bytes: kTailBytes}));
+    const text = String(tail.data || '');
+    return offset > 0 ? text.slice(text.indexOf('\n') + 1) : text;
+  } catch (e) {
+    return {note: [404, 405, 501].includes(e.status) ? 'logs not available' : `logs: ${e.message}`};
+  }
+}
+
+function logText(res) {
+  if (res === null || res === undefined) return null;
+  if (typeof res === 'string') return res;
+  if (typeof res.note === 'string') return null;
+  if (Array.isArray(res.lines)) return res.lines.map((l) => (typeof l === 'string' ? l : l.line ?? l.data ?? '')).join('\n');
+  if (typeof res.data === 'string') return res.data;
+  if (typeof res.text === 'string') return res.text;
+  return JSON.stringify(res);
+}
+
+function kv(rows) {
+  return h('table', {class: 'kv'}, rows.filter(Boolean).map(([k, v]) => h('tr', {}, h('th', {text: k}),
+                                                                          h('td', {}, v ?? ''))));
+}
+
+export function mount(root, {args}) {
+  const id = Number(args[0]);
+  const head = h('div');
+  const placement = h('section', {class: 'panel', id: 'placement'});
+  const quality = h('section', {class: 'panel', id: 'quality'});
+  const events = h('section', {class: 'panel', id: 'events'});
+  const logs = h('section', {class: 'panel', id: 'logs'});
+  root.append(h('p', {}, h('a', {href: '#/jobs', text: '← Jobs'})), head,
+              h('div', {class: 'grid2'}, placement, quality), events, logs);
+  let job = null;
+  let metrics = [];
+  let routeMetrics = [];
+  const streamed = [];
+  const mergeMetrics = () => {
+    const seen = new Set();
+    metrics = [...routeMetrics, ...streamed].filter((m) => {
+      const k = `${m.key}|${m.t}|${m.value}`;
+      return seen.has(k) ? false : (seen.add(k), true);
+    });
+  };
+  let metricsRes = null;
+  let chart = null;
+  let stopped = false;
+
+  const renderHead = () => {
+    head.replaceChildren(
+      h('h1', {}, `Job ${job.id}: `, h('span', {class: 'jobname', text: job.name || '(no name)'}), ' ',
+        h('span', {class: stateClass(job.state), text: job.state})),
+      kv([['user', job.user], ['project', job.project], ['GPUs', `${job.gpus}${job.gpu_type ? ' × ' + job.gpu_type : ''}`],
+          ['submitted', fmtTime(job.submit_time)], ['started', fmtTime(job.start_time)], ['ended', fmtTime(job.end_time)],
+          ['exit code', job.exit_code ?? ''], ['reason', job.reason ?? ''],
+          job.estimated_start ? ['estimated start', fmtTime(job.estimated_start)] : null,
+          ['time-to-train', h('b', {id: 'ttt', text: job.time_to_train_s != null ? fmtDuration(job.time_to_train_s) : 'not reached'})]]));
+    const estimates = Object.entries(job).filter(([k]) => /estimate|allreduce|cost/.test(k) && k !== 'estimated_start');
+    const gpuText = (job.gpu_ids || []).map((g) => (typeof g === 'object' ? `${g.gpu}:${g.mig}` : String(g))).join(', ');
+    placement.replaceChildren(h('h2', {text: 'Placement'}), job.nodes && job.nodes.length ? kv([
+      ['nodes', (job.nodes || []).join(', ')],
+      ['GPU ids', gpuText],
+      ['leaf switches', job.leaves_spanned == null ? '' : `${job.leaves_spanned} used, ${job.min_leaves} minimum`],
+      ...estimates.map(([k, v]) => [k, typeof v === 'object' ? JSON.stringify(v) : String(v)]),
+    ]) : h('p', {class: 'muted', text: 'not placed yet'}));
+  };
+
+  const renderQuality = () => {
+    const target = targetOf(job, metricsRes);
+    const metric = target ? target.metric : 'eval_accuracy';
+    const start = metrics.find((m) => m.key === 'run_start');
+    const points = metrics.filter((m) => m.key === metric && Number.isFinite(Number(m.value)))
+      .sort((a, b) => a.t - b.t);
+    const t0 = start ? start.t : points.length ? points[0].t : 0;
+    const thr = metrics.filter((m) => m.key === 'throughput');
+    const lastThr = thr.length ? thr[thr.length - 1] : null;
+    const stop = metrics.find((m) => m.key === 'run_stop');
+    const xs = points.map((p) => p.t - t0);
+    const data = [xs, points.map((p) => Number(p.value))];
+    const series = [{label: metric, stroke: '#2a6fdb', points: true}];
+    if (target) { data.push(xs.map(() => target.value)); series.push({label: 'target', stroke: '#d9480f', dash: [6, 4]}); }
+    if (!quality.firstChild) {
+      quality.append(h('h2', {text: 'Quality'}), h('div', {class: 'qinfo'}), h('div', {class: 'chart', id: 'quality-chart'}));
+    }
+    const info = quality.querySelector('.qinfo');
+    info.replaceChildren(kv([
+      ['target', target ? `${target.metric} ≥ ${target.value}` : 'none declared'],
+      ['latest', points.length ? `${Number(points[points.length - 1].value).toFixed(4)} at ${fmtDuration(xs[xs.length - 1])}` : 'no points yet'],
+      ['throughput', lastThr ? `${Number(lastThr.value).toFixed(1)} ${lastThr.unit || ''}` : ''],
+      ['run_stop', stop ? String(stop.status || '') : ''],
+    ]));
+    const box = quality.querySelector('.chart');
+    if (!points.length) {
+      if (chart) { chart.destroy(); chart = null; }
+      box.replaceChildren(h('p', {class: 'muted', text: metricsRes === null ? 'metrics not available' : 'no points yet'}));
+      return;
+    }
+    if (chart && chart.series !== series.length) { chart.destroy(); chart = null; }
+    if (!chart) {
+      box.replaceChildren();
+      chart = lineChart(box, {series, data, time: false, xLabel: 'wall time since run_start (s)', yLabel: metric});
+      chart.series = series.length;
+    } else chart.update(data);
+  };
+
+  const renderEvents = (res) => {
+    const list = res ? (Array.isArray(res) ? res : res.events || []) : null;
+    events.replaceChildren(h('h2', {text: 'Events'}), list === null ? h('p', {class: 'muted', text: 'events not available'})
+      : h('table', {class: 'events'}, list.slice(-200).map((e) => {
+        const t = e.time ?? e.t;
+        const rest = e.what !== undefined ? String(e.what)
+          : Object.entries(e).filter(([k]) => !['time', 't', 'actor'].includes(k))
+            .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join('  ');
+        return h('tr', {}, h('td', {class: 'nowrap', text: fmtTime(t)}), h('td', {class: 'muted', text: e.actor ?? ''}),
+                 h('td', {text: rest}));
+      })));
+  };
+
+  const renderLogs = (res) => {
+    const text = logText(res);
+    const lines = text === null ? null : text.split('\n').slice(-50).join('\n');
+    logs.replaceChildren(h('h2', {text: 'Last log lines (rank 0)'}),
+                         lines === null ? h('p', {class: 'muted', text: (res && res.note) || 'logs not available'})
+                                        : h('pre', {class: 'log', text: lines || '(empty)'}));
+  };
+
+  // Points are the union of the metrics route's answer and what the watch socket streamed since the
+  // page opened (the route may lag the stream, or be missing on an older daemon).
+  const loadExtras = async () => {
+    if (!job) return;
+    const [m, ev, lg] = await Promise.all([
+      getOptional(`/jobs/${id}/metrics`).catch(() => null),
+      getOptional(`/jobs/${id}/events`).catch(() => null),
+      job.start_time ? tailLog(id) : Promise.resolve(null),
+    ]);
+    if (stopped) return;
+    if (m !== null) {
+      metricsRes = m;
+      routeMetrics = samplesOf(m);
+    }
+    mergeMetrics();
+    renderQuality();
+    renderEvents(ev);
+    renderLogs(lg);
+    root.dataset.ready = '1';
+  };
+  const load = async () => {
+    try {
+      job = await get(`/jobs/${id}`);
+    } catch (e) {
+      head.replaceChildren(h('p', {class: 'error', text: `job ${args[0]}: ${e.message}`}));
+      return;
+    }
+    if (stopped) return;
+    renderHead();
+    await loadExtras();
+  };
+  const reload = debounce(load, 300);
+  const reloadExtras = debounce(loadExtras, 300);
+  const redrawQuality = coalesce(() => !stopped && job && renderQuality());
+  const offs = [
+    live.on('job', (msg) => {
+      if (!msg.job || msg.job.id !== id) return;
+      job = msg.job;
+      renderHead();
+      reloadExtras();
+    }),
+    live.on('metrics', (msg) => {
+      if (Number(msg.job) !== id) return;
+      streamed.push(...samplesOf(msg.events || []));
+      if (metricsRes === null) metricsRes = {streamed: true};
+      mergeMetrics();
+      redrawQuality();
+    }),
+    live.on('tick', load),
+    live.on('reconnect', reload),
+  ];
+  const logTimer = setInterval(() => { if (job && job.state === 'RUNNING') reloadExtras(); }, 5000);
+  load();
+  return () => {
+    stopped = true;
+    clearInterval(logTimer);
+    reload.cancel();
+    reloadExtras.cancel();
+    offs.forEach((off) => off());
+    if (chart) chart.destroy();
+  };
+}
