@@ -377,5 +377,34 @@ TEST(AgentHub, MetricsAreStoredAndTimeToTrainIsSet) {
   EXPECT_TRUE(p->closed);
 }
 
+// A failing health check drains the node with its reason, so the scheduler stops placing there; passing
+// again resumes it. An admin's drain is never lifted by a passing check.
+TEST(AgentHub, FailingHealthCheckDrainsTheNodeAndPassingResumesIt) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  auto health = [&](const std::string& node, bool ok, const std::string& reason) {
+    h.send(p, {{"type", "health"}, {"v", 1}, {"node", node}, {"ok", ok}, {"reason", reason}});
+  };
+  health("n1", false, "disk: 12 MB free in /var/lib/railyard-agent");
+  EXPECT_EQ(h.health("n1"), sched::NodeHealth::kDrain);
+  EXPECT_EQ(h.service->table().health_reason(h.service->table().cluster().find_node("n1")),
+            "health: disk: 12 MB free in /var/lib/railyard-agent");
+  EXPECT_EQ(h.health("n2"), sched::NodeHealth::kUp);
+  const auto id = h.submit(16);  // needs both nodes
+  EXPECT_EQ(h.job(id).state, JobState::kPending) << "nothing is placed on a drained node";
+  health("n1", true, "");
+  EXPECT_EQ(h.health("n1"), sched::NodeHealth::kUp);
+  EXPECT_EQ(h.job(id).state, JobState::kStarting);
+
+  const Caller admin{"root", store::Role::kAdmin};
+  ASSERT_TRUE(h.service->set_node_health("n2", sched::NodeHealth::kDrain, "maintenance", admin));
+  h.run();
+  health("n2", true, "");
+  EXPECT_EQ(h.health("n2"), sched::NodeHealth::kDrain) << "an admin's drain stays";
+  health("n9", false, "x");  // not registered on this connection: an error frame, no change
+  EXPECT_FALSE(p->of("error").empty());
+}
+
 }  // namespace
 }  // namespace railyard::daemon

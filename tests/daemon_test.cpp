@@ -129,6 +129,13 @@ TEST_F(DaemonTest, AuthErrors) {
   EXPECT_EQ(c.request("GET", "/api/v1/nodes").json()["nodes"][1]["health"], "up");
   // Admins may act on anyone's job.
   EXPECT_EQ(c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", admin_).status, 200);
+  // whoami answers about the token, and needs one even though it is a read.
+  auto me = c.request("GET", "/api/v1/whoami", "", bob_);
+  ASSERT_EQ(me.status, 200) << me.body;
+  EXPECT_EQ(me.json()["user"], "bob");
+  EXPECT_EQ(me.json()["role"], "user");
+  EXPECT_EQ(c.request("GET", "/api/v1/whoami", "", admin_).json()["role"], "admin");
+  EXPECT_EQ(c.request("GET", "/api/v1/whoami").status, 401);
 }
 
 TEST_F(DaemonTest, BadRequestsAreAnsweredNotCrashedOn) {

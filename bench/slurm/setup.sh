@@ -23,14 +23,19 @@ fi
 rm -rf "$dir" && mkdir -p "$dir"/{state,spool,munge}
 chmod 700 "$dir/munge"
 
-# Ports on 127.0.0.1: slurmctld, then one per slurmd (a contiguous range nobody listens on).
+# Ports on 127.0.0.1: slurmctld, then one per slurmd (a contiguous range nobody listens on). The range sits
+# below the kernel's ephemeral range, where outgoing connections (and port-0 listeners) would take ports
+# from under the slurmds; every port of it is checked.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+read -r eph_low _ < /proc/sys/net/ipv4/ip_local_port_range
+span=$((eph_low - 10000 - nodes - 2))
+((span > 0)) || { echo "setup.sh: no room for $nodes ports below the ephemeral range ($eph_low)" >&2; exit 2; }
 while :; do
-  ctld_port=$((20000 + RANDOM % 30000))
+  ctld_port=$((10000 + (RANDOM * 32768 + RANDOM) % span))
   slurmd_port=$((ctld_port + 1))
   ok=1
-  for ((p = ctld_port; p <= slurmd_port + nodes; p += 97)); do port_free "$p" || { ok=0; break; }; done
-  ((ok)) && port_free "$ctld_port" && port_free $((slurmd_port + nodes - 1)) && break
+  for ((p = ctld_port; p < slurmd_port + nodes; p++)); do port_free "$p" || { ok=0; break; }; done
+  ((ok)) && break
 done
 
 dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
@@ -83,8 +88,8 @@ KillWait=2
 NodeName=dgx[0001-$last] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$slurmd_port-$((slurmd_port + nodes - 1))] CPUs=112 Sockets=2 CoresPerSocket=56 ThreadsPerCore=1 RealMemory=2000000 Gres=gpu:8 State=UNKNOWN
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-mkdir -p "$dir/dev" && touch "$dir"/dev/gpu{0..7}
-echo "NodeName=dgx[0001-$last] Name=gpu Count=8 File=$dir/dev/gpu[0-7]" > "$dir/gres.conf"
+# No File=: the GPUs are counted, not bound (regular files under File= only log errors).
+echo "NodeName=dgx[0001-$last] Name=gpu Count=8" > "$dir/gres.conf"
 {
   leaves=()
   for ((first = 1, l = 1; first <= nodes; first += leaf, l++)); do
@@ -101,17 +106,26 @@ for _ in $(seq 100); do [[ -s "$dir/slurmctld.pid" ]] && break; sleep 0.1; done
 echo "slurmctld $(cat "$dir/slurmctld.pid")" >> "$dir/pids"
 # One slurmd per emulated node (-N names it; Debian's front-end "emulator" build cannot be used: its daemons
 # link the regular libslurmfull, which refuses FrontendName).
-for ((i = 1; i <= nodes; i++)); do
-  n=$(printf 'dgx%04d' "$i")
-  mkdir -p "$dir/spool/$n"
-  slurmd -f "$dir/slurm.conf" -N "$n"
-done
-for ((i = 1; i <= nodes; i++)); do
-  n=$(printf 'dgx%04d' "$i")
+# Started 16 at a time (each takes ~0.3 s of CPU to start); each pid is recorded as soon as its pid file
+# appears, so stop.sh finds every one even if this script is interrupted.
+record_slurmd() {
+  local n=$1
   for _ in $(seq 100); do [[ -s "$dir/slurmd-$n.pid" ]] && break; sleep 0.05; done
-  echo "slurmd $(cat "$dir/slurmd-$n.pid")" >> "$dir/pids"
+  if [[ -s "$dir/slurmd-$n.pid" ]]; then echo "slurmd $(cat "$dir/slurmd-$n.pid")" >> "$dir/pids"
+  else echo "setup.sh: slurmd for $n did not start: $(tail -1 "$dir/slurmd-$n.log" 2>/dev/null)" >&2; fi
+}
+for ((i = 1; i <= nodes; i += 16)); do
+  batch=()
+  for ((j = i; j < i + 16 && j <= nodes; j++)); do
+    n=$(printf 'dgx%04d' "$j")
+    mkdir -p "$dir/spool/$n"
+    slurmd -f "$dir/slurm.conf" -N "$n" &
+    batch+=("$n")
+  done
+  wait
+  for n in "${batch[@]}"; do record_slurmd "$n"; done
 done
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   idle=$(sinfo -h -o '%D %t' 2>/dev/null | awk '$2=="idle"{n+=$1} END{print n+0}')
   [[ "$idle" == "$nodes" ]] && break
   sleep 0.2

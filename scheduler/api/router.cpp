@@ -134,8 +134,9 @@ void Router::route(HttpRequest&& req, const Reply& reply) {
   // Auth: POST always; reads only when private, and logs always (owner or admin).
   std::optional<daemon::Caller> who;
   const bool logs = route.seg.size() == 3 && route.seg[0] == "jobs" && route.seg[2] == "logs";
+  const bool whoami = route.seg.size() == 1 && route.seg[0] == "whoami";
   const bool mutating = req.method != "GET" && req.method != "HEAD";
-  if (mutating || options_.private_reads || logs) {
+  if (mutating || options_.private_reads || logs || whoami) {
     auto token = bearer_token(req.authorization);
     if (!token) return reply(error_response(401, "unauthorized", "a bearer token is required"));
     auto c = service_.authenticate(*token);
@@ -149,6 +150,10 @@ void Router::route(HttpRequest&& req, const Reply& reply) {
   if (logs) {
     if (req.method != "GET") return reply(method_not_allowed("GET"));
     return job_logs(route, &*who, reply);
+  }
+  if (whoami) {
+    if (req.method != "GET") return reply(method_not_allowed("GET"));
+    return reply(json_response(200, {{"user", who->user}, {"role", store::to_string(who->role)}}));
   }
   reply(dispatch(req, route, who ? &*who : nullptr));
 }

@@ -2,6 +2,7 @@
 // kill, node DOWN) is in agent_lifecycle.cpp.
 #include "scheduler/daemon/agents.hpp"
 
+#include <algorithm>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -129,6 +130,7 @@ void AgentHub::handle(Conn& c, const json& m) {
   if (type == "launch_failed") return on_launch_failed(m);
   if (type == "alloc_finished") return on_alloc_finished(c.peer.get(), m);
   if (type == "metrics") return on_metrics(m);
+  if (type == "health") return on_health(c, m);
   if (type == "log_chunk" || type == "exec_started" || type == "exec_failed") return on_answer(m);
   if (type == "register") throw json::other_error::create(501, "already registered", nullptr);
   ++stats_.bad_messages_total;
@@ -208,6 +210,8 @@ void AgentHub::on_register(Conn& c, const json& m) {
       b.nodes.push_back({name, sched::NodeHealth::kUp, ""});
       b.events.push_back({"node:" + name, now, "agent:" + name, "up: agent " + c.agent + " registered"});
     }
+    if (n.contains("health") && n["health"].is_object() && reported >= gpus)
+      health_changes(b, name, n["health"].value("ok", true), n["health"].value("reason", ""), now);
     for (const auto& run : n.value("running", json::array())) {
       const std::string alloc = run.at("alloc");
       const store::JobRecord* r = live_job(alloc);
@@ -264,6 +268,36 @@ void AgentHub::on_register(Conn& c, const json& m) {
       end_job(fail, *r, jobs::JobState::kFailed, std::nullopt,
               "lost: not running on any node after scheduler restart", "scheduler", true);
   if (auto s = commit(fail); !s) spdlog::error("reconcile: commit failed: {}", s.error().message);
+}
+
+void AgentHub::health_changes(WriteBatch& b, const std::string& node, bool ok, const std::string& reason,
+                              int64_t now) {
+  const auto& table = service_.table();
+  const topology::NodeId id = table.cluster().find_node(node);
+  if (id < 0) return;
+  const auto health = table.health(id);
+  const std::string& current = table.health_reason(id);
+  const bool drained_by_check = health == sched::NodeHealth::kDrain && current.rfind("health: ", 0) == 0;
+  if (!ok) {
+    const std::string why = "health: " + (reason.empty() ? std::string("check failed") : reason);
+    if (health == sched::NodeHealth::kDown || (health == sched::NodeHealth::kDrain && !drained_by_check) ||
+        current == why)
+      return;
+    b.nodes.push_back({node, sched::NodeHealth::kDrain, why});
+    b.events.push_back({"node:" + node, now, "agent:" + node, "drain: " + why});
+  } else if (drained_by_check) {
+    b.nodes.push_back({node, sched::NodeHealth::kUp, ""});
+    b.events.push_back({"node:" + node, now, "agent:" + node, "resume: health check passes again"});
+  }
+}
+
+void AgentHub::on_health(Conn& c, const json& m) {
+  const std::string node = m.at("node");
+  if (std::find(c.nodes.begin(), c.nodes.end(), node) == c.nodes.end())
+    throw json::other_error::create(502, "node " + node + " is not registered on this connection", nullptr);
+  WriteBatch b;
+  health_changes(b, node, m.at("ok").get<bool>(), m.value("reason", ""), service_.now());
+  if (!b.empty()) (void)commit(b);
 }
 
 void AgentHub::on_answer(const json& m) {

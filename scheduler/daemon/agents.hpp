@@ -140,6 +140,11 @@ class AgentHub {
   void on_alloc_finished(Peer* from, const nlohmann::json& m);
   void on_metrics(const nlohmann::json& m);
   void on_answer(const nlohmann::json& m);
+  void on_health(Conn& c, const nlohmann::json& m);
+  // A node's health check result (from `health` or register.nodes[].health): a failing check drains the
+  // node with "health: <reason>"; a passing one resumes a node that a health check drained (never one an
+  // admin drained). Appends to `b`.
+  void health_changes(WriteBatch& b, const std::string& node, bool ok, const std::string& reason, int64_t now);
 
   void on_batch(const WriteBatch& b);
   void track_started(const store::JobRecord& r);

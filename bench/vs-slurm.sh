@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Railyard vs Slurm 22.05 on this machine, one run (issue 11). Both clusters run side by side on 127.0.0.1
+# with the same node count and leaf groups (DGX H100, 8 GPUs a node, LEAF nodes per leaf switch).
+# For each N it measures, for each system:
+#   single: N one-job CLI calls (`sbatch --gres=gpu:1 --wrap true` vs `railyard submit --gpus 1 -- true`)
+#   bulk:   one job array (`sbatch --array=1-N`) vs one POST /api/v1/jobs:batch of N specs
+# and reports submit wall time (jobs/s), end-to-end time from the first submit until all N jobs have
+# completed, the scheduler's CPU seconds over that window (/proc/PID/stat utime+stime: slurmctld vs
+# railyard-scheduler) and its peak RSS (VmHWM, reset through /proc/PID/clear_refs before each run).
+#
+#   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-N "1024 256 128"] [-l LEAF] [-w DIR]
+#                     [-t E2E_TIMEOUT_S] [-u SLURM_DIR]
+#
+# -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; they take minutes
+# per 1,000 jobs on 2 cores). -u: use a Slurm that bench/slurm/setup.sh already started in SLURM_DIR (its node
+# count is used for Railyard too; it is left running). Otherwise:
+# -N lists node counts to try, largest first: the first one whose Slurm (one slurmd per node) and Railyard
+# both come up is used for both systems. Needs root (munge, slurmd, clear_refs). Every daemon it starts is
+# stopped at exit (bench/slurm/stop.sh, railyard down).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+BUILD=$root/build/release SIZES="1000 5000" SINGLE_SIZES= USE_SLURM= NODE_TRIES="1024 256 128" LEAF=32 E2E_TIMEOUT=600
+WORK=$(mktemp -d /tmp/vs-slurm.XXXXXX)
+while getopts "b:n:s:N:l:w:t:u:" opt; do
+  case $opt in
+    b) BUILD=$(realpath "$OPTARG") ;; n) SIZES=$OPTARG ;; N) NODE_TRIES=$OPTARG ;; l) LEAF=$OPTARG ;;
+    w) WORK=$(realpath -m "$OPTARG"); mkdir -p "$WORK" ;; t) E2E_TIMEOUT=$OPTARG ;;
+    s) SINGLE_SIZES=$OPTARG ;; u) USE_SLURM=$(realpath "$OPTARG") ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
+  esac
+done
+SINGLE_SIZES=${SINGLE_SIZES:-$SIZES}
+export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
+for p in railyard railyard-scheduler railyard-agent sbatch slurmctld curl; do
+  command -v "$p" >/dev/null || { echo "vs-slurm: $p not found (build $BUILD?)" >&2; exit 3; }
+done
+SDIR=${USE_SLURM:-$WORK/slurm} RDIR=$WORK/railyard
+cleanup() {
+  [[ -n "$USE_SLURM" ]] || "$here/slurm/stop.sh" "$SDIR" 2>/dev/null || true
+  railyard down --state-dir "$RDIR" --grace 3 >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+log() { echo "vs-slurm: $*" >&2; }
+
+# --- process accounting -----------------------------------------------------------------------------------
+ticks=$(getconf CLK_TCK)
+cpu_s() { awk -v t="$ticks" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }  # utime+stime
+hwm_mb() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+reset_hwm() { echo 5 > "/proc/$1/clear_refs" 2>/dev/null || true; }
+now() { date +%s.%N; }
+
+# --- bring up both clusters --------------------------------------------------------------------------------
+NODES=
+if [[ -n "$USE_SLURM" ]]; then
+  NODE_TRIES=$(grep -c '^slurmd ' "$SDIR/pids")
+  setup_slurm() { echo "slurm up: $1/$1 (already running)"; }
+else
+  setup_slurm() { timeout 600 "$here/slurm/setup.sh" "$SDIR" "$1" "$LEAF"; }
+fi
+for n in $NODE_TRIES; do
+  log "trying $n nodes"
+  t_setup=$(now)
+  if setup_slurm "$n" > "$WORK/slurm-setup.log" 2>&1 &&
+    grep -q "slurm up: $n/$n" "$WORK/slurm-setup.log"; then
+    export SLURM_CONF=$SDIR/slurm.conf
+    log "slurm up with $n nodes in $(awk -v a="$t_setup" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s;" \
+      "slurmd RSS total $(pgrep -x slurmd | xargs -I{} awk '/^VmRSS/ { s += $2 } END { print s + 0 }' /proc/{}/status 2>/dev/null | awk '{ s += $1 } END { printf "%.0f MB", s / 1024 }')"
+    if env_lines=$(railyard up --nodes "$n" --profile dgx-h100 --leaf-size "$LEAF" --state-dir "$RDIR" --port 0 \
+      --emulate-nodes 128 --no-config --timeout 120 2> "$WORK/railyard-up.log"); then
+      eval "$env_lines"
+      NODES=$n
+      break
+    fi
+    log "railyard up failed with $n nodes: $(tail -1 "$WORK/railyard-up.log")"
+    railyard down --state-dir "$RDIR" --grace 3 >/dev/null 2>&1 || true
+  else
+    log "slurm did not come up with $n nodes: $(tail -1 "$WORK/slurm-setup.log")"
+  fi
+  [[ -n "$USE_SLURM" ]] || "$here/slurm/stop.sh" "$SDIR"
+done
+[[ -n "$NODES" ]] || { log "no node count came up"; exit 1; }
+CTLD=$(cat "$SDIR/slurmctld.pid")
+SCHED=$(awk '$1 == "scheduler" { print $2 }' "$RDIR/pids" 2>/dev/null | head -1)
+[[ -n "$SCHED" ]] || SCHED=$(pgrep -n -f "railyard-scheduler .*--db $RDIR/railyard.db")
+API=$RAILYARD_URL/api/v1
+AUTH=(-H "Authorization: Bearer $RAILYARD_TOKEN")
+log "both up: $NODES nodes (leaf $LEAF); slurmctld pid $CTLD, railyard-scheduler pid $SCHED; work dir $WORK"
+
+# --- waiting for completion ---------------------------------------------------------------------------------
+slurm_active() { squeue -h -o %i -r 2>/dev/null | wc -l; }
+ry_active() {
+  curl -s "$RAILYARD_URL/metrics" |
+    awk '/^railyard_jobs\{state="(PENDING|STARTING|RUNNING|HELD|COMPLETING|SUSPENDED)"\}/ { n += $2 } END { print n + 0 }'
+}
+ry_state() { curl -s "$RAILYARD_URL/metrics" | awk -v s="$1" '$1 == "railyard_jobs{state=\"" s "\"}" { print $2 + 0 }'; }
+wait_drained() {  # wait_drained FN START -> prints seconds from START until FN reports 0 active, or "timeout"
+  local fn=$1 start=$2 deadline
+  deadline=$(($(date +%s) + E2E_TIMEOUT))
+  while (($(date +%s) < deadline)); do
+    if (($($fn) == 0)); then awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; return; fi
+    sleep 0.2
+  done
+  echo timeout
+}
+
+# --- the four runs per N -------------------------------------------------------------------------------------
+slurm_single() { for ((i = 0; i < $1; i++)); do sbatch -Q --gres=gpu:1 -o /dev/null --wrap true; done; }
+slurm_bulk() { sbatch -Q --gres=gpu:1 -o /dev/null --array="1-$1" --wrap true; }
+ry_single() { for ((i = 0; i < $1; i++)); do railyard submit --gpus 1 -- true >/dev/null; done; }
+ry_bulk() {
+  local body=$WORK/batch-$1.json
+  awk -v n="$1" 'BEGIN { printf "{\"jobs\":["; for (i = 0; i < n; i++) printf "%s{\"gpus\":1,\"command\":[\"true\"]}", (i ? "," : ""); print "]}" }' > "$body"
+  local code
+  code=$(curl -s -o "$WORK/batch-reply.json" -w '%{http_code}' "${AUTH[@]}" -H 'Content-Type: application/json' \
+    --data-binary "@$body" "$API/jobs:batch")
+  [[ $code == 201 ]] || log "jobs:batch answered $code: $(head -c 300 "$WORK/batch-reply.json")"
+}
+
+RESULTS=$WORK/results.tsv
+printf 'system\tform\tN\tsubmit_s\tsubmit_jobs_per_s\te2e_s\te2e_jobs_per_s\tsched_cpu_s\tcpu_ms_per_job\tpeak_rss_mb\n' > "$RESULTS"
+measure() {  # measure SYSTEM FORM N PID SUBMIT_FN ACTIVE_FN
+  local sys=$1 form=$2 n=$3 pid=$4 submit=$5 active=$6 c0 t0 t1 e2e c1
+  reset_hwm "$pid"
+  c0=$(cpu_s "$pid"); t0=$(now)
+  "$submit" "$n"
+  t1=$(now)
+  e2e=$(wait_drained "$active" "$t0")
+  c1=$(cpu_s "$pid")
+  awk -v s="$sys" -v f="$form" -v n="$n" -v t0="$t0" -v t1="$t1" -v e="$e2e" -v c0="$c0" -v c1="$c1" -v m="$(hwm_mb "$pid")" '
+    BEGIN { sub_s = t1 - t0; cpu = c1 - c0
+      printf "%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%.2f\t%.2f\t%d\n", s, f, n, sub_s, n / sub_s, e,
+        (e == "timeout" ? "-" : sprintf("%.0f", n / e)), cpu, 1000 * cpu / n, m }' | tee -a "$RESULTS" >&2
+}
+for n in $SINGLE_SIZES; do
+  measure slurm single "$n" "$CTLD" slurm_single slurm_active
+  measure railyard single "$n" "$SCHED" ry_single ry_active
+done
+for n in $SIZES; do
+  measure slurm bulk "$n" "$CTLD" slurm_bulk slurm_active
+  measure railyard bulk "$n" "$SCHED" ry_bulk ry_active
+done
+failed=$(ry_state FAILED)
+[[ -z "$failed" || "$failed" == 0 ]] || log "railyard: $failed jobs FAILED (see $RDIR/scheduler.log)"
+
+# --- report ------------------------------------------------------------------------------------------------------
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo));" \
+  "$NODES emulated DGX H100 nodes, leaf $LEAF; Slurm $(sbatch --version | awk '{ print $2 }'), one slurmd per node;" \
+  "railyard up --emulate-nodes 128 from $BUILD"
+awk -F'\t' '
+  NR == 1 { next }
+  { k = $2 "\t" $3; sub_[$1, k] = $5; e2e[$1, k] = $7; cpu[$1, k] = $9; mem[$1, k] = $10; if (!(k in seen)) { seen[k] = 1; keys[++nk] = k } }
+  function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.1fx", a / b) }
+  END {
+    printf "| form | N | submit jobs/s Slurm | Railyard | ratio | e2e jobs/s Slurm | Railyard | ratio | sched CPU ms/job Slurm | Railyard | ratio | peak RSS MB Slurm | Railyard |\n"
+    printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    for (i = 1; i <= nk; i++) { k = keys[i]; split(k, p, "\t")
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2],
+        sub_["slurm", k], sub_["railyard", k], ratio(sub_["railyard", k], sub_["slurm", k]),
+        e2e["slurm", k], e2e["railyard", k], ratio(e2e["railyard", k], e2e["slurm", k]),
+        cpu["slurm", k], cpu["railyard", k], ratio(cpu["slurm", k], cpu["railyard", k]),
+        mem["slurm", k], mem["railyard", k] } }' "$RESULTS"
+echo "(ratios: Railyard over Slurm for jobs/s; Slurm over Railyard for CPU per job, so > 1x favours Railyard)"
+log "raw figures in $RESULTS"
