@@ -6,7 +6,8 @@
 #     events' times are whole seconds); the rank processes seen under the agents at that moment are counted.
 #  2. throughput: JOBS trivial jobs (1 GPU, `true`) on 128 emulated nodes, submitted in one
 #     POST /jobs:batch, until all are terminal (jobs/s).
-# For each cluster the scheduler's CPU seconds (utime + stime) and peak RSS (VmHWM) are printed.
+# For each cluster the scheduler's CPU seconds (utime + stime) and peak RSS (VmHWM), and the agents' CPU
+# seconds, are printed (cumulative from the cluster's start).
 #
 #   bench/local_cluster.sh [BUILD_DIR]          (default build/release)
 #   env: REPS (3), JOBS (10000), PER_AGENT (8: emulated nodes per agent process in the latency runs),
@@ -45,11 +46,12 @@ down() {
   DIR=""
 }
 
-sched_usage() {  # "CPU_S PEAK_RSS_MIB" of the scheduler so far
-  local cpu hwm
+usage() {  # "SCHEDULER_CPU_S SCHEDULER_PEAK_RSS_MIB AGENTS_CPU_S" so far
+  local cpu hwm agents
   cpu=$(awk -v t="$TICK" '{printf "%.2f", ($14 + $15) / t}' "/proc/$SCHED/stat")
   hwm=$(awk '/^VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$SCHED/status")
-  echo "$cpu $hwm"
+  agents=$(for p in ${AGENTS//,/ }; do cat "/proc/$p/stat"; done | awk -v t="$TICK" '{s += $14 + $15} END {printf "%.2f", s / t}')
+  echo "$cpu $hwm $agents"
 }
 
 state() { curl -sf "$S/jobs/$1" | jq -r .state; }
@@ -61,10 +63,10 @@ ranks_running() {  # rank processes (the job's command) whose parent is one of t
 now() { date +%s.%N; }
 
 latency() {  # latency NODES
-  local nodes=$1 ranks=$(($1 * 8)) per=$PER_AGENT id t0 t1 st seen lat=()
+  local nodes=$1 ranks=$(($1 * 8)) per=$PER_AGENT id t0 t1 st seen lat=() agents sorted med cpu hwm acpu
   ((per > nodes)) && per=$nodes
   up "$nodes" "$per"
-  local agents=$(awk '$2 == "agent"' "$DIR/pids" | wc -l)
+  agents=$(awk '$2 == "agent"' "$DIR/pids" | wc -l)
   for r in $(seq "$REPS"); do
     t0=$(now)
     id=$(curl -sf -H "Authorization: Bearer $T" \
@@ -84,24 +86,24 @@ latency() {  # latency NODES
     echo "  ${ranks} ranks, ${nodes} nodes, run $r: job $id $st after ${lat[-1]} s; rank processes seen: $seen" >&2
     while [[ $(state "$id") =~ ^(PENDING|STARTING|RUNNING)$ ]]; do sleep 0.2; done
   done
-  local sorted=$(printf '%s\n' "${lat[@]}" | sort -g | paste -sd' ')
-  local med=$(printf '%s\n' "${lat[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-  read -r cpu hwm < <(sched_usage)
-  printf '| %d | %d | %d | %.3f | %s | %s | %s |\n' "$ranks" "$nodes" "$agents" "$med" "$sorted" "$cpu" "$hwm"
+  sorted=$(printf '%s\n' "${lat[@]}" | sort -g | paste -sd' ')
+  med=$(printf '%s\n' "${lat[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  read -r cpu hwm acpu < <(usage)
+  printf '| %d | %d | %d | %.3f | %s | %s | %s | %s |\n' "$ranks" "$nodes" "$agents" "$med" "$sorted" "$cpu" "$hwm" "$acpu"
   down
 }
 
 throughput() {  # throughput NODES JOBS
-  local nodes=$1 jobs=$2 t0 t1 left start_usage done_n failed
+  local nodes=$1 jobs=$2 t0 t1 left start_usage done_n failed agents t_sub wall cpu hwm acpu
   up "$nodes" 64
-  local agents=$(awk '$2 == "agent"' "$DIR/pids" | wc -l)
-  start_usage=$(sched_usage)
+  agents=$(awk '$2 == "agent"' "$DIR/pids" | wc -l)
+  start_usage=$(usage)
   jq -nc --argjson n "$jobs" --arg w "$WORK" \
     '{jobs: [range($n) | {name: "t", gpus: 1, launcher: "env", command: ["true"], workdir: $w}]}' \
     >"$WORK/batch.json"
   t0=$(now)
   curl -sf -H "Authorization: Bearer $T" --data-binary "@$WORK/batch.json" "$S/jobs:batch" | jq '.ids | length' >/dev/null
-  local t_sub=$(printf %.3f "$(echo "$(now) - $t0" | bc)")
+  t_sub=$(printf %.3f "$(echo "$(now) - $t0" | bc)")
   while :; do
     left=$(curl -sf "$S/jobs?state=PENDING,STARTING,RUNNING&limit=1" | jq '.jobs | length')
     [[ $left == 0 ]] && break
@@ -111,11 +113,11 @@ throughput() {  # throughput NODES JOBS
   t1=$(now)
   done_n=$(curl -sf "$S/jobs?state=COMPLETED&limit=10000" | jq '.jobs | length')
   failed=$(curl -sf "$S/jobs?state=FAILED,CANCELLED,TIMEOUT,NODE_FAIL&limit=10000" | jq '.jobs | length')
-  read -r cpu hwm < <(sched_usage)
-  local wall=$(echo "$t1 - $t0" | bc)
-  echo "  batch of $jobs accepted in $t_sub s; scheduler at start: CPU s / peak RSS MiB = $start_usage" >&2
-  printf '| %d | %d | %d | %.3f | %.1f | %.0f | %d | %d | %s | %s |\n' "$jobs" "$nodes" "$agents" "$t_sub" "$wall" \
-    "$(echo "$done_n / $wall" | bc -l)" "$done_n" "$failed" "$cpu" "$hwm"
+  read -r cpu hwm acpu < <(usage)
+  wall=$(echo "$t1 - $t0" | bc)
+  echo "  batch of $jobs accepted in $t_sub s; at start: scheduler CPU s, peak RSS MiB, agents CPU s = $start_usage" >&2
+  printf '| %d | %d | %d | %.3f | %.1f | %.0f | %d | %d | %s | %s | %s |\n' "$jobs" "$nodes" "$agents" "$t_sub" "$wall" \
+    "$(echo "$done_n / $wall" | bc -l)" "$done_n" "$failed" "$cpu" "$hwm" "$acpu"
   down
 }
 
@@ -123,12 +125,12 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^M
 echo
 echo "Launch latency, submit -> RUNNING (all ranks launched), env launcher, \`sleep 5\`; $REPS runs:"
 echo
-echo "| ranks | nodes | agent processes | median s | all runs s | scheduler CPU s | scheduler peak RSS MiB |"
-echo "|---:|---:|---:|---:|---|---:|---:|"
+echo "| ranks | nodes | agent processes | median s | all runs s | scheduler CPU s | scheduler peak RSS MiB | agents CPU s |"
+echo "|---:|---:|---:|---:|---|---:|---:|---:|"
 for n in $SIZES; do latency "$n"; done
 echo
 echo "Throughput, $JOBS jobs (1 GPU, \`true\`) in one POST /jobs:batch, until all are terminal:"
 echo
-echo "| jobs | nodes | agent processes | submit s | wall s | jobs/s | completed | failed | scheduler CPU s | scheduler peak RSS MiB |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| jobs | nodes | agent processes | submit s | wall s | jobs/s | completed | failed | scheduler CPU s | scheduler peak RSS MiB | agents CPU s |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 throughput 128 "$JOBS"

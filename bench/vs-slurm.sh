@@ -11,7 +11,7 @@
 #   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-N "1024 256 128"] [-l LEAF] [-w DIR]
 #                     [-t E2E_TIMEOUT_S] [-u SLURM_DIR]
 #
-# -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; they take minutes
+# -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; "none": skip; minutes
 # per 1,000 jobs on 2 cores). -u: use a Slurm that bench/slurm/setup.sh already started in SLURM_DIR (its node
 # count is used for Railyard too; it is left running). Otherwise:
 # -N lists node counts to try, largest first: the first one whose Slurm (one slurmd per node) and Railyard
@@ -101,6 +101,7 @@ wait_drained() {  # wait_drained FN START -> prints seconds from START until FN 
     if (($($fn) == 0)); then awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; return; fi
     sleep 0.2
   done
+  log "$fn: $($fn) jobs still not finished after $E2E_TIMEOUT s"
   echo timeout
 }
 
@@ -123,7 +124,7 @@ measure() {  # measure SYSTEM FORM N PID SUBMIT_FN ACTIVE_FN
   local sys=$1 form=$2 n=$3 pid=$4 submit=$5 active=$6 c0 t0 t1 e2e c1
   reset_hwm "$pid"
   c0=$(cpu_s "$pid"); t0=$(now)
-  "$submit" "$n"
+  "$submit" "$n" || log "$sys $form $n: submitting failed"
   t1=$(now)
   e2e=$(wait_drained "$active" "$t0")
   c1=$(cpu_s "$pid")
@@ -133,6 +134,7 @@ measure() {  # measure SYSTEM FORM N PID SUBMIT_FN ACTIVE_FN
         (e == "timeout" ? "-" : sprintf("%.0f", n / e)), cpu, 1000 * cpu / n, m }' | tee -a "$RESULTS" >&2
 }
 for n in $SINGLE_SIZES; do
+  [[ $n == none ]] && continue
   measure slurm single "$n" "$CTLD" slurm_single slurm_active
   measure railyard single "$n" "$SCHED" ry_single ry_active
 done

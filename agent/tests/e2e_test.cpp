@@ -5,6 +5,8 @@
 // makes its node DOWN and the job NODE_FAIL, and the other node's ranks are killed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <functional>
 #include <map>
@@ -186,6 +188,32 @@ TEST_F(AgentE2E, EnvAndMpiJobsCompleteAndTheirLogsComeBack) {
   for (size_t p = 0; (p = out.find(" on n2 sum 6 vader ", p)) != std::string::npos; ++p) ++on_n2;
   EXPECT_EQ(sums, 4) << out;
   EXPECT_EQ(on_n2, 2) << out;
+}
+
+// Issue 7's check: a 4-rank MPI training run (2 nodes x 2 ranks, through both agents) reaches its quality
+// target and the scheduler records its time-to-train from the MLLOG lines the agent streamed.
+TEST_F(AgentE2E, FourRankTrainingReachesItsTargetAndTheSchedulerRecordsTimeToTrain) {
+  json spec = two_nodes("mpi", {RAILYARD_TRAIN, "--backend", "mpi", "--target-accuracy", "0.95"});
+  spec["name"] = "digits-4r";
+  spec["target"] = {{"metric", "eval_accuracy"}, {"value", 0.95}};
+  const auto submitted = std::chrono::steady_clock::now();
+  const int64_t id = submit(spec);
+  json j = wait_state(id, {"COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT"}, 180s);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
+  const std::string out = log_of(id, 0);
+  ASSERT_EQ(j["state"], "COMPLETED") << j.dump() << out << logs();
+  ASSERT_TRUE(j["time_to_train_s"].is_number()) << j.dump();
+  const double ttt = j["time_to_train_s"];
+  EXPECT_GT(ttt, 0.0);
+  EXPECT_LT(ttt, wall) << "time-to-train is run_stop - run_start, inside the job's wall time";
+  EXPECT_NE(out.find("run_stop"), std::string::npos) << out;
+  // The metrics route holds the quality curve: at least one eval_accuracy at or above the target.
+  const json m = http_->request("GET", "/api/v1/jobs/" + std::to_string(id) + "/metrics").json();
+  double best = 0;
+  for (const auto& sample : m.value("samples", json::array()))
+    if (sample.value("key", "") == "eval_accuracy" && sample.contains("data"))
+      best = std::max(best, sample["data"].value("value", 0.0));
+  EXPECT_GE(best, 0.95) << m.dump().substr(0, 2000);
 }
 
 TEST_F(AgentE2E, CancelKillsEveryRankAndAFailingRankFailsTheJob) {

@@ -79,6 +79,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MaxJobCount=200000
+MaxArraySize=100001
 MinJobAge=2
 ReturnToService=2
 SlurmctldTimeout=30
@@ -88,8 +89,10 @@ KillWait=2
 NodeName=dgx[0001-$last] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$slurmd_port-$((slurmd_port + nodes - 1))] CPUs=112 Sockets=2 CoresPerSocket=56 ThreadsPerCore=1 RealMemory=2000000 Gres=gpu:8 State=UNKNOWN
 PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-# No File=: the GPUs are counted, not bound (regular files under File= only log errors).
-echo "NodeName=dgx[0001-$last] Name=gpu Count=8" > "$dir/gres.conf"
+# Regular files stand in for the GPU devices: slurmd logs "not a valid character or block device" but counts
+# them (without File= it reports 0 GPUs and the node goes INVAL).
+mkdir -p "$dir/dev" && touch "$dir"/dev/gpu{0..7}
+echo "NodeName=dgx[0001-$last] Name=gpu Count=8 File=$dir/dev/gpu[0-7]" > "$dir/gres.conf"
 {
   leaves=()
   for ((first = 1, l = 1; first <= nodes; first += leaf, l++)); do
