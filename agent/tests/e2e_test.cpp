@@ -145,9 +145,11 @@ class AgentE2E : public ::testing::Test {
     until([&] { return states.count((j = job(id)).value("state", "")) > 0; }, limit);
     return j;
   }
-  std::string log_of(int64_t id, int rank) {
-    const auto r = http_->request(
-        "GET", "/api/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank), "", token_);
+  std::string log_of(int64_t id, int rank, const std::string& stream = "out") {
+    const auto r = http_->request("GET",
+                                  "/api/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank) +
+                                      "&stream=" + stream,
+                                  "", token_);
     return r.json().value("data", std::string("<") + std::to_string(r.status) + " " + r.body + ">");
   }
   std::string logs() const {
@@ -182,7 +184,7 @@ TEST_F(AgentE2E, EnvAndMpiJobsCompleteAndTheirLogsComeBack) {
   EXPECT_EQ(log_of(env, 3), "rank 3 of 4 on n2\n");
   j = wait_state(mpi, {"COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT"});
   const std::string out = log_of(mpi, 0);
-  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << out << logs();
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << out << "\nmpirun stderr:\n" << log_of(mpi, 0, "err") << logs();
   int sums = 0, on_n2 = 0;
   for (size_t p = 0; (p = out.find(" sum 6 ", p)) != std::string::npos; ++p) ++sums;
   for (size_t p = 0; (p = out.find(" on n2 sum 6 vader ", p)) != std::string::npos; ++p) ++on_n2;
