@@ -45,14 +45,17 @@ struct Flags {
   double reconnect_max_s = 30;
   std::string log_level = "info";
   bool kill_workers_on_exit = false;
+  std::string ca_file;
 };
 
-// http://HOST:PORT[/...] or ws://... -> ws://HOST:PORT/api/v1/agent, and the http:// base for workers.
+// http(s)://HOST:PORT[/...] or ws(s)://... -> ws(s)://HOST:PORT/api/v1/agent, and the http(s):// base for
+// workers.
 bool scheduler_urls(const std::string& url, std::string& ws, std::string& http) {
   auto parsed = net::parse_ws_url(url);
   if (!parsed) return false;
-  ws = "ws://" + parsed->host + ":" + parsed->port + "/api/v1/agent";
-  http = "http://" + parsed->host + ":" + parsed->port;
+  const std::string tls = parsed->tls ? "s" : "";
+  ws = "ws" + tls + "://" + parsed->host + ":" + parsed->port + "/api/v1/agent";
+  http = "http" + tls + "://" + parsed->host + ":" + parsed->port;
   return true;
 }
 
@@ -74,12 +77,13 @@ std::string hostname() {
 // Reconnects with exponential backoff (0.5 s doubling to the cap, each wait drawn in [delay/2, delay]).
 class Connection {
  public:
-  Connection(boost::asio::io_context& io, agent::Session& session, std::string url, duration<double> cap)
+  Connection(boost::asio::io_context& io, agent::Session& session, std::string url, duration<double> cap,
+             const std::string& ca_file)
       : io_(io),
         session_(session),
         url_(std::move(url)),
         cap_(cap),
-        ws_(io),
+        ws_(io, net::WsClientOptions{.ca_file = ca_file}),
         timer_(io),
         rng_(std::random_device{}()) {
     ws_.on_open([this] {
@@ -140,7 +144,8 @@ int run(const Flags& f) {
   agent::SessionOptions o;
   std::string ws_url;
   if (!scheduler_urls(f.scheduler, ws_url, o.scheduler_url))
-    throw std::runtime_error("bad --scheduler URL '" + f.scheduler + "' (http://HOST:PORT)");
+    throw std::runtime_error("bad --scheduler URL '" + f.scheduler + "' (http(s)://HOST:PORT)");
+  if (!f.ca_file.empty()) o.ca_file = std::filesystem::absolute(f.ca_file).string();  // workers cd elsewhere
   o.secret = read_secret(f.secret_file);
   o.nodes = f.node;
   if (!f.nodes.empty()) {
@@ -165,7 +170,7 @@ int run(const Flags& f) {
   spdlog::info("hosting {} node(s), {} running allocation(s) adopted", node_count, (*session)->allocations());
 
   boost::asio::io_context io;
-  Connection conn(io, **session, ws_url, duration<double>(f.reconnect_max_s));
+  Connection conn(io, **session, ws_url, duration<double>(f.reconnect_max_s), f.ca_file);
   boost::asio::steady_timer ticker(io);
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](boost::system::error_code, int sig) {
@@ -195,7 +200,11 @@ int run(const Flags& f) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"railyard-agent: runs jobs on this node (or on emulated nodes) for railyard-scheduler"};
-  app.add_option("--scheduler", f.scheduler, "scheduler URL, http://HOST:PORT")->capture_default_str();
+  app.add_option("--scheduler", f.scheduler, "scheduler URL, http(s)://HOST:PORT")->capture_default_str();
+  app.add_option("--ca-file", f.ca_file,
+                 "PEM CA bundle to verify an https:// scheduler (default: the system's trust store); "
+                 "given to workers as RAILYARD_CA_FILE")
+      ->check(CLI::ExistingFile);
   app.add_option("--secret-file", f.secret_file, "file holding the cluster secret")->required();
   app.add_option("--node", f.node, "node name this agent hosts (repeatable; default: the host name)");
   app.add_option("--nodes", f.nodes, "host list of nodes this agent hosts, e.g. 'dgx[001-128]'");

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/cli_util.hpp"
-#include "cli/http_client.hpp"
+#include "common/net/http_client.hpp"
 
 namespace railyard::cli {
 
@@ -19,6 +19,9 @@ void add_server_options(CLI::App& cmd, ServerOptions& o) {
   cmd.add_option("--url", o.url, "Scheduler URL (default: $RAILYARD_URL, the config file, " +
                                      std::string(kDefaultUrl) + ")");
   cmd.add_option("--token", o.token, "API token (default: $RAILYARD_TOKEN, the config file)");
+  cmd.add_option("--ca-file", o.ca_file,
+                 "PEM CA bundle to verify an https:// scheduler (default: $RAILYARD_CA_FILE, the config file, "
+                 "the system's trust store)");
   cmd.add_option("--timeout", o.timeout_s, "Seconds to wait for each answer")->capture_default_str();
 }
 
@@ -59,6 +62,7 @@ ConfigValues read_config_file(const std::string& path) {
     const std::string value = trim(line.substr(eq + 1));
     if (key == "url") out.url = value;
     if (key == "token") out.token = value;
+    if (key == "ca_file") out.ca_file = value;
   }
   return out;
 }
@@ -130,10 +134,13 @@ Api::Api(const ServerOptions& options) {
   token_ = !options.token.empty()                    ? options.token
            : !env_or_empty("RAILYARD_TOKEN").empty() ? env_or_empty("RAILYARD_TOKEN")
                                                      : file.token;
-  auto parsed = parse_http_url(url_);
+  const std::string ca_file = !options.ca_file.empty()                    ? options.ca_file
+                              : !env_or_empty("RAILYARD_CA_FILE").empty() ? env_or_empty("RAILYARD_CA_FILE")
+                                                                          : file.ca_file;
+  auto parsed = net::parse_http_url(url_);
   if (!parsed) fail(parsed.error());
   const auto timeout = std::chrono::milliseconds(static_cast<long>(options.timeout_s * 1000));
-  http_ = std::make_unique<HttpClient>(url_, std::move(parsed).value(), timeout);
+  http_ = std::make_unique<net::HttpClient>(url_, std::move(parsed).value(), timeout, ca_file);
 }
 
 Api::~Api() = default;

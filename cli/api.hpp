@@ -2,9 +2,10 @@
 // failures become the command's exit code.
 //
 // Resolution order for the URL and the token, first found wins:
-//   --url / --token  >  RAILYARD_URL / RAILYARD_TOKEN  >  the config file  >  http://127.0.0.1:8600 (no token)
+//   --url / --token / --ca-file  >  RAILYARD_URL / RAILYARD_TOKEN / RAILYARD_CA_FILE  >  the config file
+//   >  http://127.0.0.1:8600 (no token; the system's CA certificates for https://)
 // The config file is $XDG_CONFIG_HOME/railyard/config, else $HOME/.config/railyard/config, with lines
-// `url = http://...` and `token = ...` ('#' starts a comment).
+// `url = http(s)://...`, `token = ...` and `ca_file = PATH` ('#' starts a comment).
 #pragma once
 
 #include <memory>
@@ -18,15 +19,18 @@ namespace CLI {
 class App;
 }
 
-namespace railyard::cli {
-
+namespace railyard::net {
 class HttpClient;
+}
+
+namespace railyard::cli {
 
 inline constexpr const char* kDefaultUrl = "http://127.0.0.1:8600";
 
 struct ServerOptions {
   std::string url;
   std::string token;
+  std::string ca_file;
   double timeout_s = 30;
 };
 
@@ -37,6 +41,7 @@ std::string config_file_path();  // "" when neither $XDG_CONFIG_HOME nor $HOME i
 struct ConfigValues {
   std::string url;
   std::string token;
+  std::string ca_file;  // read only; write_config_file keeps the line as it is
 };
 ConfigValues read_config_file(const std::string& path);
 // Writes (replaces) the url and token lines, mode 0600, creating the folder.
@@ -69,7 +74,7 @@ class Api {
  private:
   std::string url_;
   std::string token_;
-  std::unique_ptr<HttpClient> http_;
+  std::unique_ptr<net::HttpClient> http_;
 };
 
 // Percent-encodes a query parameter value.

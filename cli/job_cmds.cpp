@@ -1,5 +1,6 @@
 // `railyard queue`, `show`, `cancel`, `hold`, `release`, `history`.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -122,8 +123,16 @@ struct ShowOptions {
   bool json = false;
 };
 
-// The cost model's allreduce estimate for the job's GPUs, on the scheduler's own cluster.
+// The cost model's allreduce estimate for the job's GPUs, on the scheduler's own cluster: the job's
+// "estimate" when the scheduler gives one for this size, else computed here from GET /topology.
 Json placement_estimate(Api& api, const Json& job, double bytes) {
+  if (const Json& e = job.contains("estimate") ? job["estimate"] : Json(); e.is_object() &&
+      e.value("allreduce_bytes", 0.0) == bytes) {
+    Json out = e;
+    out.erase("allreduce_bytes");
+    out["bytes"] = bytes;
+    return out;
+  }
   if (!job.contains("gpu_ids") || !job["gpu_ids"].is_array() || job["gpu_ids"].empty()) return nullptr;
   auto topo = api.call("GET", "/topology");
   if (!topo) return nullptr;
@@ -173,10 +182,12 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
   }
   if (!estimate.is_null()) {
     char buf[200];
+    // The bottleneck is infinite (null in the API's JSON) for a single GPU.
+    const Json& slowest = estimate["bottleneck_gbits_s"];
     std::snprintf(buf, sizeof buf, "%s in %s (bus %.1f GB/s, slowest link %.0f Gb/s, within one %s%s)",
                   format_bytes(estimate["bytes"].get<double>()).c_str(),
                   format_seconds(estimate["seconds"].get<double>()).c_str(), estimate["bus_gbytes_s"].get<double>(),
-                  estimate["bottleneck_gbits_s"].get<double>(), estimate["span"].get<std::string>().c_str(),
+                  slowest.is_number() ? slowest.get<double>() : HUGE_VAL, estimate["span"].get<std::string>().c_str(),
                   estimate["rail_aligned"].get<bool>() ? "" : ", rails crossed");
     row("allreduce est.", buf);
   }

@@ -8,12 +8,16 @@ cd "$(dirname "$0")/.."
 secs=${1:-300}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(job_spec sbatch mllog topology_json topology_conf nvsmi hostlist)
+((${#targets[@]})) || targets=(job_spec sbatch mllog topology_json topology_conf nvsmi hostlist http_request agent_message)
 bash deploy/bootstrap.sh
 command -v clang++ >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends clang >/dev/null
+launcher=$(command -v ccache || true)
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ -DRAILYARD_FUZZ=ON -DRAILYARD_BENCH=OFF >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER_LAUNCHER="$launcher" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" \
+  -DRAILYARD_FUZZ=ON -DRAILYARD_BENCH=OFF >/dev/null
 ninja -C build/fuzz -j"$(nproc)" "${targets[@]/#/fuzz_}"
+# UBSan is built in recover mode for fuzzing; halting turns every report into a crash libFuzzer keeps.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 printf '%-15s %12s %8s %8s\n' target executions corpus crashes
 for t in "${targets[@]}"; do
   mkdir -p "build/fuzz/corpus/$t" "build/fuzz/crashes/$t"

@@ -2,7 +2,7 @@
 //
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--heartbeat-timeout S]
-//                      [--reconcile-grace S]
+//                      [--reconcile-grace S] [--tls-cert PEM --tls-key PEM]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin]
 //
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
@@ -107,6 +107,7 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
                       server.post_after(delay, std::move(fn));
                     }};
   daemon::Service service(*cluster, std::move(*st), std::move(loop), wall_clock_seconds);
+  service.run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)
   if (auto s = service.open(); !s) return fail(s.error().message);
   auto secret = read_secret(config.agent_secret_file);
   if (!secret) return fail(secret.error().message, 2);
@@ -146,6 +147,12 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   });
   tick_every_second(server, hub);
   server.set_body_limit(&api::Router::body_limit);
+  if (config.tls_cert.empty() != config.tls_key.empty())
+    return fail("--tls-cert and --tls-key go together", 2);
+  if (!config.tls_cert.empty()) {
+    if (auto s = server.enable_tls(config.tls_cert, config.tls_key); !s) return fail(s.error().message, 2);
+    spdlog::info("TLS on: HTTPS and WSS only (certificate {})", config.tls_cert);
+  }
   auto port = server.listen(listen->host, listen->port);
   if (!port) return fail(port.error().message);
   std::cout << "listening on " << listen->host << ":" << *port << std::endl;
@@ -179,6 +186,8 @@ int main(int argc, char** argv) {
   app.add_option("--reconcile-grace", config.reconcile_grace_s,
                  "seconds after start before unregistered nodes are DOWN (default: the heartbeat timeout)")
       ->check(CLI::Range(0, 86400));
+  app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain: serve HTTPS/WSS only (with --tls-key)");
+  app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert");
 
   auto* token = app.add_subcommand("token", "manage API tokens");
   token->require_subcommand(1);
@@ -197,7 +206,9 @@ int main(int argc, char** argv) {
     const std::pair<const char*, const char*> dashed[] = {{"web_root", "--web-root"},
                                                           {"agent_secret_file", "--agent-secret-file"},
                                                           {"heartbeat_timeout", "--heartbeat-timeout"},
-                                                          {"reconcile_grace", "--reconcile-grace"}};
+                                                          {"reconcile_grace", "--reconcile-grace"},
+                                                          {"tls_cert", "--tls-cert"},
+                                                          {"tls_key", "--tls-key"}};
     for (const auto& [key, flag] : dashed)
       if (app.count(flag) > 0) given.insert(key);
     if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);

@@ -86,7 +86,8 @@ TEST(CliConfig, TokenFromFlagEnvironmentOrConfigFile) {
   EXPECT_EQ(c.run({"show", trimmed(from_flag.out), "--json"}, "").json()["job"]["user"], "ada");
   // A bad token is "not allowed" (3); a bad URL is a usage error (2).
   EXPECT_EQ(run_cli(RAILYARD_BIN, {"cancel", "1", "--token", "ry_nope"}, env).code, 3);
-  EXPECT_EQ(run_cli(RAILYARD_BIN, {"queue", "--url", "https://x"}, env).code, 2);
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"queue", "--url", "ftp://x"}, env).code, 2);
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"queue", "--url", "http://host:port"}, env).code, 2);
 }
 
 // --- up / down -------------------------------------------------------------------------------------

@@ -135,6 +135,42 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A program run in the background with stdout and stderr appended to `log`; SIGTERM and wait on destruction.
+class ChildProcess {
+ public:
+  ChildProcess(const std::string& bin, const std::vector<std::string>& args, const std::string& log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(bin.c_str(), argv.data());
+      std::_Exit(127);
+    }
+  }
+  ~ChildProcess() { stop(SIGTERM); }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Sends `sig` and waits; returns the wait status (0 when already stopped).
+  int stop(int sig) {
+    int status = 0;
+    if (pid_ > 0) {
+      ::kill(pid_, sig);
+      ::waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
 // Runs a command, returns its standard output (stderr passes through).
 inline std::string run_capture(const std::string& command) {
   std::string out;

@@ -1,7 +1,10 @@
 // Load client for `railyard-scheduler` (bench/bench_submit.sh runs it): N keep-alive clients submit jobs for
 // a fixed time, one per request (`single`) or `batch_size` per request (`batch`); prints acknowledged jobs/s.
+// Meanwhile one more connection sends GET /api/v1/health every 10 ms and reports the slowest answers: how
+// long the event loop was busy (a commit's fsync, a pass's snapshot and apply) while the load ran.
 //
 //   daemon_load PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE]
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -48,12 +51,30 @@ int main(int argc, char** argv) {
         jobs += batch ? batch_size : 1;
       }
     });
+  std::vector<double> probe_ms;
+  std::thread probe([&] {
+    railyard::testing::HttpClient c(port);
+    while (std::chrono::steady_clock::now() < end) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (c.request("GET", "/api/v1/health").status == 200)
+        probe_ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
   for (auto& t : threads) t.join();
+  probe.join();
+  std::sort(probe_ms.begin(), probe_ms.end());
+  auto quantile = [&](double q) {
+    return probe_ms.empty() ? 0.0
+                            : probe_ms[static_cast<size_t>(q * static_cast<double>(probe_ms.size() - 1))];
+  };
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "mode=%s clients=%d batch_size=%d requests=%ld jobs=%ld errors=%ld seconds=%.2f "
-      "requests_per_s=%.0f jobs_per_s=%.0f\n",
+      "requests_per_s=%.0f jobs_per_s=%.0f health_ms_p50=%.1f p99=%.1f max=%.1f\n",
       batch ? "batch" : "single", clients, batch ? batch_size : 1, requests.load(), jobs.load(),
-      errors.load(), elapsed, requests / elapsed, jobs / elapsed);
+      errors.load(), elapsed, requests / elapsed, jobs / elapsed, quantile(0.5), quantile(0.99),
+      quantile(1.0));
   return errors > 0 ? 1 : 0;
 }

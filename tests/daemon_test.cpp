@@ -2,6 +2,7 @@
 // driven over HTTP (path of the binary: RAILYARD_SCHEDULER_BIN).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <set>
@@ -191,10 +192,22 @@ TEST_F(DaemonTest, SixteenGpusSpanBothNodes) {
   EXPECT_EQ(job["gpu_ids"].size(), 16u);
   EXPECT_EQ(job["leaves_spanned"], 2);
   EXPECT_EQ(job["min_leaves"], 2);
+  // The cost model's estimate for the placement: two nodes under the spine, 1 GiB allreduce over IB.
+  const json& e = job["estimate"];
+  ASSERT_TRUE(e.is_object()) << job.dump();
+  EXPECT_EQ(e["allreduce_bytes"], 1024 * 1024 * 1024);
+  EXPECT_EQ(e["span"], "spine");
+  EXPECT_GT(e["seconds"].get<double>(), 0);
+  EXPECT_EQ(e["seconds"], std::min(e["ring_seconds"].get<double>(), e["tree_seconds"].get<double>()));
+  EXPECT_GT(e["bus_gbytes_s"].get<double>(), 0);
+  EXPECT_GT(e["bottleneck_gbits_s"].get<double>(), 0);
+  EXPECT_TRUE(e["rail_aligned"].get<bool>());
+  EXPECT_FALSE(c.request("GET", "/api/v1/jobs").json()["jobs"][0].contains("estimate")) << "show route only";
   const int64_t next = submit(c, alice_, R"({"gpus": 1})");
   json waiting = wait_placed(c, next);
   EXPECT_EQ(waiting["state"], "PENDING");
   EXPECT_NE(waiting["reason"].get<std::string>().find("resources"), std::string::npos) << waiting.dump();
+  EXPECT_TRUE(waiting["estimate"].is_null()) << "never placed: no estimate";
   auto metrics = c.request("GET", "/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("railyard_gpus_allocated 16"), std::string::npos) << metrics.body;
@@ -222,6 +235,82 @@ TEST_F(DaemonTest, BatchAndPaging) {
   json too_many = json::array();
   for (int i = 0; i < 10'001; ++i) too_many.push_back({{"gpus", 1}});
   EXPECT_EQ(c.request("POST", "/api/v1/jobs:batch", json{{"jobs", too_many}}.dump(), bob_).status, 400);
+}
+
+// order=desc reads newest first; before= and after= bound the ids (exclusive) in either order, so the
+// newest page is one request and a page of 10 reads the same whatever the history behind it.
+TEST_F(DaemonTest, ListNewestFirstWithBeforeCursor) {
+  auto d = start();
+  HttpClient c(d->port());
+  json jobs = json::array();
+  for (int i = 0; i < 30; ++i) jobs.push_back({{"name", i % 3 == 0 ? "tri" : "other"}, {"gpus", 1}});
+  auto r = c.request("POST", "/api/v1/jobs:batch", json{{"jobs", jobs}}.dump(), bob_);
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto ids = [](const json& page) {
+    std::vector<int64_t> out;
+    for (const auto& j : page["jobs"]) out.push_back(j["id"].get<int64_t>());
+    return out;
+  };
+  auto newest = c.request("GET", "/api/v1/jobs?order=desc&limit=10").json();
+  EXPECT_EQ(ids(newest), (std::vector<int64_t>{30, 29, 28, 27, 26, 25, 24, 23, 22, 21})) << newest.dump();
+  EXPECT_EQ(newest["next_before"], 21);
+  EXPECT_FALSE(newest.contains("next_after"));
+  // Walking back with before= visits every job once, newest first.
+  std::vector<int64_t> seen;
+  std::string before = "";
+  for (int page = 0; page < 10; ++page) {
+    auto p = c.request("GET", "/api/v1/jobs?order=desc&limit=7" + before).json();
+    for (auto id : ids(p)) seen.push_back(id);
+    if (p["next_before"].is_null()) break;
+    before = "&before=" + std::to_string(p["next_before"].get<int64_t>());
+  }
+  ASSERT_EQ(seen.size(), 30u);
+  EXPECT_TRUE(std::is_sorted(seen.rbegin(), seen.rend())) << ::testing::PrintToString(seen);
+  // Filters apply before the limit; both bounds are exclusive and combine with either order.
+  auto tri = c.request("GET", "/api/v1/jobs?order=desc&name=tri&before=28&limit=3").json();
+  EXPECT_EQ(ids(tri), (std::vector<int64_t>{25, 22, 19}));
+  EXPECT_EQ(tri["next_before"], 19);
+  EXPECT_EQ(ids(c.request("GET", "/api/v1/jobs?after=10&before=14").json()),
+            (std::vector<int64_t>{11, 12, 13}));
+  EXPECT_EQ(ids(c.request("GET", "/api/v1/jobs?order=desc&after=10&before=14").json()),
+            (std::vector<int64_t>{13, 12, 11}));
+  auto asc = c.request("GET", "/api/v1/jobs?order=asc&before=3").json();
+  EXPECT_EQ(ids(asc), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(asc["next_after"].is_null());
+  auto last = c.request("GET", "/api/v1/jobs?order=desc&before=1").json();
+  EXPECT_TRUE(last["jobs"].empty());
+  EXPECT_TRUE(last["next_before"].is_null());
+  // Bad values: 400 naming the parameter.
+  for (const std::string q : {"order=newest", "order=", "before=abc", "before=-1", "before=", "after=x7"}) {
+    auto bad = c.request("GET", "/api/v1/jobs?" + q);
+    EXPECT_EQ(bad.status, 400) << q << ": " << bad.body;
+    const std::string message = bad.json()["error"]["message"].get<std::string>();
+    EXPECT_EQ(message.rfind(q.substr(0, q.find('=') + 1), 0), 0u) << q << ": " << message;
+    EXPECT_EQ(bad.json()["error"]["code"], "invalid_argument");
+  }
+}
+
+// GET /utilization derives GPUs busy over time from the job history: the 16-GPU job counts from its
+// start_time on, nothing before.
+TEST_F(DaemonTest, UtilizationFromJobHistory) {
+  auto d = start();
+  HttpClient c(d->port());
+  json job = wait_placed(c, submit(c, alice_, R"({"gpus": 16})"));
+  ASSERT_TRUE(job["start_time"].is_number()) << job.dump();
+  const int64_t t = job["start_time"].get<int64_t>();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the daemon's clock passes t + 1
+  auto u = c.request("GET", "/api/v1/utilization?since=" + std::to_string(t - 2) + "&until=" +
+                                std::to_string(t + 1) + "&step=1");
+  ASSERT_EQ(u.status, 200) << u.body;
+  EXPECT_EQ(u.json()["gpus"], 16);
+  EXPECT_EQ(u.json()["samples"], json::parse("[[" + std::to_string(t - 2) + ", 0.0], [" + std::to_string(t - 1) +
+                                             ", 0.0], [" + std::to_string(t) + ", 16.0]]"))
+      << u.body;
+  EXPECT_GE(c.request("GET", "/api/v1/utilization").json()["samples"].size(), 360u);  // last hour, 10 s steps
+  for (const std::string q : {"step=0", "step=1&since=0", "since=x", "until=-5"}) {
+    auto bad = c.request("GET", "/api/v1/utilization?" + q);
+    EXPECT_EQ(bad.status, 400) << q << ": " << bad.body;
+  }
 }
 
 TEST_F(DaemonTest, ReadRoutes) {

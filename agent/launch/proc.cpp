@@ -40,20 +40,48 @@ long long read_proc_rss(pid_t pid, const fs::path& proc) {
 }
 
 std::vector<ProcStat> group_members(pid_t pgid, const fs::path& proc) {
-  std::vector<ProcStat> out;
+  return ProcessTable::scan(proc).members(pgid);
+}
+
+bool group_alive(pid_t pgid) { return GroupLiveness().alive(pgid); }
+
+ProcessTable ProcessTable::scan(const fs::path& proc) {
+  ProcessTable t;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(proc, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     auto s = read_proc_stat(static_cast<pid_t>(std::atoi(name.c_str())), proc);
-    if (s && s->pgrp == pgid && s->state != 'Z') out.push_back(*s);
+    if (!s) continue;  // exited during the scan
+    if (s->state == 'Z') {
+      if (t.groups_.count(s->pgrp) == 0) t.zombie_only_.insert(s->pgrp);
+      continue;
+    }
+    t.zombie_only_.erase(s->pgrp);
+    t.groups_[s->pgrp].push_back(*s);
   }
-  return out;
+  return t;
 }
 
-bool group_alive(pid_t pgid) {
-  if (kill(-pgid, 0) != 0 && errno == ESRCH) return false;  // cheap answer first
-  return !group_members(pgid).empty();
+const std::vector<ProcStat>& ProcessTable::members(pid_t pgid) const {
+  static const std::vector<ProcStat> kNone;
+  auto it = groups_.find(pgid);
+  return it == groups_.end() ? kNone : it->second;
+}
+
+const ProcessTable& GroupLiveness::table() {
+  if (!table_) {
+    table_ = ProcessTable::scan(proc_);
+    ++scans_;
+  }
+  return *table_;
+}
+
+bool GroupLiveness::alive(pid_t pgid) {
+  if (pgid <= 1) return false;
+  if (kill(-pgid, 0) != 0 && errno == ESRCH) return false;
+  const ProcessTable& t = table();
+  return !t.members(pgid).empty() || !t.seen(pgid);
 }
 
 bool process_alive(pid_t pid, unsigned long long start_ticks) {

@@ -1,7 +1,8 @@
-// Starting one worker process: fork, a new session (so the process and everything it forks share one
-// process group the supervisor can signal), stdout/stderr to files, working directory, environment,
-// optional cgroup and dropped privileges, then exec. Exec failures come back as errors (a CLOEXEC pipe
-// carries the child's errno), not as a process that exits 127.
+// Starting one worker process: a new session (so the process and everything it forks share one process
+// group the supervisor can signal), stdout/stderr to files, working directory, environment, optional
+// cgroup and dropped privileges, then exec. posix_spawn (vfork-like: no copy of the agent's page tables)
+// when neither a cgroup nor another user is involved, else fork. Exec failures come back as errors
+// (posix_spawn's result, or a CLOEXEC pipe carrying the child's errno), not as a process that exits 127.
 #pragma once
 
 #include <sys/types.h>

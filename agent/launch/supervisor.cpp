@@ -123,13 +123,13 @@ void Supervisor::reap(Tracked& t, std::vector<SupervisorEvent>& events) {
   }
 }
 
-bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events) {
+bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiveness& groups) {
   reap(t, events);
   const auto now = Clock::now();
   if (!t.outcome && t.deadline && now >= *t.deadline) teardown(t, AllocState::kTimeout);
-  auto groups_alive = [&t] {
+  auto groups_alive = [&t, &groups] {
     for (const auto& r : t.record.ranks)
-      if (group_alive(r.pgid)) return true;
+      if (groups.alive(r.pgid)) return true;
     return false;
   };
   if (t.kill_at && !t.killed && now >= *t.kill_at) {
@@ -150,12 +150,17 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events) {
 }
 
 std::vector<SupervisorEvent> Supervisor::poll() {
+  groups_.refresh();
+  return poll(groups_);
+}
+
+std::vector<SupervisorEvent> Supervisor::poll(GroupLiveness& groups) {
   std::vector<SupervisorEvent> events = std::move(pending_);
   pending_.clear();
   int status = 0;
   for (pid_t p; options_.reap_all_children && (p = waitpid(-1, &status, WNOHANG)) > 0;) reaped_[p] = status;
   for (auto it = allocs_.begin(); it != allocs_.end();) {
-    if (step(it->second, events))
+    if (step(it->second, events, groups))
       it = allocs_.erase(it);
     else
       ++it;

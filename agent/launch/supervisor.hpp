@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "agent/launch/proc.hpp"
 #include "agent/state/alloc_state.hpp"
 #include "common/result.hpp"
 
@@ -83,6 +84,9 @@ class Supervisor {
   bool contains(const std::string& alloc_id) const { return allocs_.count(alloc_id) > 0; }
 
   std::vector<SupervisorEvent> poll();
+  // The same with a GroupLiveness the caller shares between supervisors (one /proc scan per tick for all
+  // of them, at most) and refreshes once per tick itself.
+  std::vector<SupervisorEvent> poll(GroupLiveness& groups);
   // Polls until at least one event or the timeout; returns what the last poll produced.
   std::vector<SupervisorEvent> wait_for(std::chrono::milliseconds timeout);
 
@@ -108,12 +112,13 @@ class Supervisor {
   void reap(Tracked& t, std::vector<SupervisorEvent>& events);
   void rank_exited(Tracked& t, size_t i, int code, int sig, bool lost, std::vector<SupervisorEvent>& events);
   void teardown(Tracked& t, AllocState outcome);
-  bool step(Tracked& t, std::vector<SupervisorEvent>& events);  // true when finished
+  bool step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiveness& groups);  // true when finished
 
   SupervisorOptions options_;
   std::map<std::string, Tracked> allocs_;
   std::vector<SupervisorEvent> pending_;  // RankStarted of add()
   std::map<pid_t, int> reaped_;           // wait statuses collected by reap_all_children, for this poll
+  GroupLiveness groups_;                  // for poll() without a shared one
 };
 
 }  // namespace railyard::agent

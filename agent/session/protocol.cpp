@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <type_traits>
 
 #include "jobs/spec_json.hpp"
@@ -51,20 +52,40 @@ long long job_of_alloc(const std::string& alloc) {
   }
 }
 
+namespace {
+
+// An integer in [lo, hi]; anything else throws like a wrong JSON type. (get<int>() of a float out of
+// range is undefined behaviour, and an int64 would be silently narrowed.)
+long long integer(const json& v, const char* what, long long lo, long long hi) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<unsigned long long>() > 1ULL << 62) ||
+      v.get<long long>() < lo || v.get<long long>() > hi)
+    throw json::type_error::create(302, std::string(what) + ": must be an integer in range", &v);
+  return v.get<long long>();
+}
+
+}  // namespace
+
 Result<LaunchRequest> parse_launch(const json& o) {
+  constexpr long long kIntMax = std::numeric_limits<int>::max();
   LaunchRequest r;
   try {
     r.alloc_id = o.at("alloc").get<std::string>();
-    r.job_id = o.at("job").get<long long>();
-    r.node_rank = o.at("node_rank").get<int>();
-    for (const auto& n : o.at("nodes"))
-      r.nodes.push_back(NodeSlots{n.at("name").get<std::string>(), n.at("gpus").get<std::vector<int>>()});
+    r.job_id = integer(o.at("job"), "job", 0, std::numeric_limits<long long>::max());
+    r.node_rank = static_cast<int>(integer(o.at("node_rank"), "node_rank", 0, kIntMax));
+    for (const auto& n : o.at("nodes")) {
+      NodeSlots slots{n.at("name").get<std::string>(), {}};
+      for (const auto& g : n.at("gpus"))
+        slots.gpus.push_back(static_cast<int>(integer(g, "gpus", 0, kIntMax)));
+      r.nodes.push_back(std::move(slots));
+    }
     auto spec = jobs::parse_job_spec(o.at("spec"));
     if (!spec) return invalid("launch.spec: " + spec.error().message);
     r.spec = std::move(*spec);
     if (o.contains("master_addr")) r.master_addr = o["master_addr"].get<std::string>();
-    if (o.contains("master_port")) r.master_port = o["master_port"].get<int>();
-    if (o.contains("time_limit_s")) r.time_limit = std::chrono::seconds(o["time_limit_s"].get<long long>());
+    if (o.contains("master_port"))
+      r.master_port = static_cast<int>(integer(o["master_port"], "master_port", 0, 65535));
+    if (o.contains("time_limit_s"))
+      r.time_limit = std::chrono::seconds(integer(o["time_limit_s"], "time_limit_s", 0, int64_t{1} << 40));
   } catch (const json::exception& e) {
     return invalid(std::string("launch: ") + e.what());
   }

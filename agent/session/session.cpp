@@ -6,6 +6,7 @@
 
 #include "agent/launch/launcher.hpp"
 #include "agent/launch/plan.hpp"
+#include "agent/launch/proc.hpp"
 #include "agent/launch/process.hpp"
 #include "agent/launch/supervisor.hpp"
 #include "agent/session/session_internal.hpp"
@@ -27,7 +28,9 @@ bool safe_name(const std::string& s) {
 }  // namespace
 
 Session::Session(SessionOptions options)
-    : options_(std::move(options)), finished_(options_.state_dir / "finished") {}
+    : options_(std::move(options)),
+      finished_(options_.state_dir / "finished"),
+      groups_(std::make_unique<GroupLiveness>()) {}
 
 Session::~Session() = default;
 
@@ -209,6 +212,7 @@ void Session::tick(Clock::time_point now) {
     send(hb);
     next_heartbeat_ = now + heartbeat_;
   }
+  groups_->refresh();
   for (auto& n : nodes_) {
     poll_node(*n, now);
     if (auto h = n->health->poll(now); h && registered_) {

@@ -8,6 +8,8 @@
 //                                             logs   --> log_chunk;  ack --> FinishedStore::ack
 //   tick(): Supervisor::poll per node --> alloc_finished (stored until ack); rank 0 stdout --> MllogTracker
 //           + /proc telemetry --> metrics (at most once per metrics_interval per allocation); health.
+//           Every node's supervisor and the telemetry share one GroupLiveness: at most one /proc scan per
+//           tick for the whole agent, and none when kill(-pgid, 0) answers.
 //
 // One Session hosts every node of the agent process; each node has its own state directory
 // <state_dir>/<node>, Launcher and Supervisor. Workers outlive the connection and the agent process:
@@ -30,10 +32,13 @@
 
 namespace railyard::agent {
 
+class GroupLiveness;
+
 struct SessionOptions {
   std::string agent_id;       // "host:pid"
   std::string secret;         // the cluster secret
-  std::string scheduler_url;  // http://HOST:PORT, given to workers as RAILYARD_URL ("" = not set)
+  std::string scheduler_url;  // http(s)://HOST:PORT, given to workers as RAILYARD_URL ("" = not set)
+  std::string ca_file;        // CA bundle for https, given to workers as RAILYARD_CA_FILE ("" = not set)
   std::filesystem::path state_dir;
   std::vector<std::string> nodes;
   std::string emulate;  // built-in profile; "" = probe the hardware (fallback: none)
@@ -99,6 +104,7 @@ class Session {
   bool registered_ = false;
   std::chrono::milliseconds heartbeat_{5000};
   Clock::time_point next_heartbeat_{};
+  std::unique_ptr<GroupLiveness> groups_;  // refreshed at the start of every tick
 };
 
 }  // namespace railyard::agent

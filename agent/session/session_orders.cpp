@@ -4,6 +4,7 @@
 
 #include "agent/launch/launcher.hpp"
 #include "agent/launch/plan.hpp"
+#include "agent/launch/proc.hpp"
 #include "agent/launch/process.hpp"
 #include "agent/launch/supervisor.hpp"
 #include "agent/session/session_internal.hpp"
@@ -73,7 +74,11 @@ void Session::on_launch(const json& msg) {
   a.job = req->job_id;
   a.user = req->spec.user;
   a.gpus = req->local().gpus;
+  // The first telemetry-only batch after one metrics interval: a job that ends sooner sends none (its
+  // end is in alloc_finished), which spares a /proc scan and a message per short job.
+  a.next_telemetry = Clock::now() + options_.metrics_interval;
   if (!options_.scheduler_url.empty()) req->spec.env["RAILYARD_URL"] = options_.scheduler_url;
+  if (!options_.ca_file.empty()) req->spec.env["RAILYARD_CA_FILE"] = options_.ca_file;
   req->spec.env["RAILYARD_EXEC_TOKEN"] = exec_token(options_.secret, req->alloc_id);
 
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
@@ -153,6 +158,7 @@ void Session::on_exec(const json& msg) {
   env["RAILYARD_ALLOC_ID"] = alloc;
   env["RAILYARD_EXEC_TOKEN"] = exec_token(options_.secret, alloc);
   if (!options_.scheduler_url.empty()) env["RAILYARD_URL"] = options_.scheduler_url;
+  if (!options_.ca_file.empty()) env["RAILYARD_CA_FILE"] = options_.ca_file;
   std::string gpus;
   for (size_t i = 0; i < a.gpus.size(); ++i) gpus += (i ? "," : "") + std::to_string(a.gpus[i]);
   env["CUDA_VISIBLE_DEVICES"] = gpus;
@@ -259,7 +265,8 @@ void Session::stream_metrics(Node& n, Alloc& a, const std::string& alloc, Clock:
             {"node", n.name},
             {"events", std::move(a.events)},
             {"malformed", malformed}});
-  const ProcessTelemetry t = sample_groups(a.pgids);
+  // A finished allocation's groups are empty: its last sample is zeros without a /proc scan.
+  const ProcessTelemetry t = final ? ProcessTelemetry{} : sample_groups(a.pgids, groups_->table());
   m["telemetry"] = {{"cpu_s", t.cpu_seconds}, {"rss_bytes", t.rss_bytes}, {"processes", t.processes}};
   send(m);
   a.events = json::array();
@@ -269,7 +276,7 @@ void Session::stream_metrics(Node& n, Alloc& a, const std::string& alloc, Clock:
 }
 
 void Session::poll_node(Node& n, Clock::time_point now) {
-  for (auto& ev : n.supervisor->poll()) {
+  for (auto& ev : n.supervisor->poll(*groups_)) {
     if (auto* ex = std::get_if<RankExited>(&ev)) {
       auto it = n.allocs.find(ex->alloc_id);
       if (it == n.allocs.end() || ex->code == 0 || !it->second.message.empty()) continue;

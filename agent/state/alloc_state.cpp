@@ -48,9 +48,9 @@ AllocRecord from_json(const json& j) {
   return r;
 }
 
-bool any_alive(const AllocRecord& r) {
+bool any_alive(const AllocRecord& r, GroupLiveness& groups) {
   for (const auto& k : r.ranks)
-    if (process_alive(k.pid, k.start_ticks) || group_alive(k.pgid)) return true;
+    if (process_alive(k.pid, k.start_ticks) || groups.alive(k.pgid)) return true;
   return false;
 }
 
@@ -68,8 +68,8 @@ Status write_state(const fs::path& state_dir, const AllocRecord& record) {
   const std::string text = to_json(record).dump(2) + "\n";
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return internal_error("cannot write " + temp.string());
-  const bool written =
-      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
+  // No fsync: the file only has to outlive the agent process, not the machine (see the header).
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   close(fd);
   if (!written || std::rename(temp.c_str(), target.c_str()) != 0) {
     fs::remove(temp, ec);
@@ -99,11 +99,12 @@ void remove_state(const fs::path& state_dir, const std::string& alloc_id) {
 
 Recovery recover(const fs::path& state_dir) {
   Recovery out;
+  GroupLiveness groups;  // one /proc scan at most for every file
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(state_dir / "allocs", ec)) {
     if (entry.path().extension() != ".json") continue;  // leftover .tmp files of an interrupted write
     auto record = read_state(entry.path());
-    if (record && any_alive(*record)) {
+    if (record && any_alive(*record, groups)) {
       out.alive.push_back(std::move(*record));
       continue;
     }

@@ -1,5 +1,12 @@
-// Per-allocation state files: <state_dir>/allocs/<alloc>.json, written atomically (temp file, fsync,
-// rename), so an agent that restarts finds the workers it started and reattaches to them.
+// Per-allocation state files: <state_dir>/allocs/<alloc>.json, written atomically (temp file, rename), so
+// an agent that restarts finds the workers it started and reattaches to them.
+//
+// Durability: the files are not fsynced. They exist to find living workers again, and workers do not
+// outlive the machine: after an agent crash (or kill -9) the written file is in the page cache and the
+// rename is atomic, so a restarted agent reads the whole record or none; after a power loss or kernel
+// crash every worker is gone too, so a file that is missing, empty or stale is harmless (recover()
+// deletes unreadable files and those whose processes are dead). An fsync per launch cost a disk flush on
+// the agent's only thread for nothing it can use.
 //
 // {"job_id": 7, "alloc_id": "a7", "node": "node0", "started_unix_ms": ..., "deadline_unix_ms": 0,
 //  "cgroup": "", "ranks": [{"rank": 0, "pid": 123, "pgid": 123, "start_ticks": 456,

@@ -144,8 +144,18 @@ TEST(WsClient, ConnectsSendsReceivesAndReportsFailures) {
   ws.connect("ws://127.0.0.1:1/api/v1/agent");  // nothing listens on port 1
   run_until([&] { return !closed.empty(); });
   EXPECT_NE(closed.find("connect"), std::string::npos) << closed;
-  EXPECT_FALSE(net::parse_ws_url("wss://x:1/"));
+  EXPECT_FALSE(net::parse_ws_url("ftp://x:1/"));
   EXPECT_EQ(net::parse_ws_url("http://h:8600")->target, "/");
+  EXPECT_FALSE(net::parse_ws_url("http://h:8600")->tls);
+  EXPECT_TRUE(net::parse_ws_url("wss://x/")->tls);
+  EXPECT_EQ(net::parse_ws_url("https://x/")->port, "443");
+
+  // A wss:// server that is not there ends in on_close naming the step that failed (TLS itself is tested
+  // end to end in tests/tls_test.cpp).
+  closed.clear();
+  ws.connect("wss://127.0.0.1:1/api/v1/agent");
+  run_until([&] { return !closed.empty(); });
+  EXPECT_NE(closed.find("connect"), std::string::npos) << closed;
 }
 
 TEST(AgentProgram, RunsEnvAndMpiJobsOverTheNetwork) {

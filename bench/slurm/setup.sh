@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A throwaway Slurm 22.05 (Debian's front-end emulator build) on 127.0.0.1: N emulated DGX nodes with 8 GPUs
 # each (GRES), select/cons_tres, topology/tree with the same leaf groups as Railyard's fat tree
-# (LEAF nodes per leaf switch), backfill. One slurmd serves every node. State lives under DIR; only the
-# daemons started here are stopped by stop.sh (pids in DIR/pids).
+# (LEAF nodes per leaf switch), backfill. One slurmd per node. State lives under DIR; only what was started
+# here is stopped by stop.sh: the daemons by pid (DIR/pids), and everything they started (the slurmstepd of
+# every job step, which outlive a stopped slurmd, and the jobs' processes) through a cgroup v2 that this
+# script enters before starting anything (DIR/cgroup names it; none when no writable cgroup2 mount exists:
+# stop.sh then finds the step daemons by SLURM_CONF=DIR/slurm.conf in their environment).
 #
 #   bench/slurm/setup.sh DIR [NODES] [LEAF]      then   bench/slurm/env.sh DIR  (sets SLURM_CONF)
 set -euo pipefail
@@ -15,6 +18,15 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
     slurm-wlm-emulator slurm-client-emulator munge >/dev/null
 fi
+# Installing the emulator points the slurmctld/slurmd/slurmstepd alternatives at its front-end build, whose
+# slurmctld refuses to start without FrontendName ("No front end nodes defined"). Use the regular build
+# (installed alongside as slurmctld-wlm etc.); slurmd execs /usr/sbin/slurmstepd, so the alternative itself
+# must point there.
+for d in slurmctld slurmd slurmstepd; do
+  if [[ -x /usr/sbin/$d-wlm && $(readlink -f "/usr/sbin/$d") != "/usr/sbin/$d-wlm" ]]; then
+    update-alternatives --set "$d" "/usr/sbin/$d-wlm" >/dev/null
+  fi
+done
 [[ -e "$dir/pids" ]] && "$here/stop.sh" "$dir" || true
 if [[ -d "$dir" && -n "$(ls -A "$dir")" && ! -f "$dir/slurm.conf" ]]; then
   echo "setup.sh: $dir exists and is not a Slurm state directory made by this script" >&2
@@ -22,6 +34,19 @@ if [[ -d "$dir" && -n "$(ls -A "$dir")" && ! -f "$dir/slurm.conf" ]]; then
 fi
 rm -rf "$dir" && mkdir -p "$dir"/{state,spool,munge}
 chmod 700 "$dir/munge"
+
+# Our own cgroup (v2: /sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid hosts): this shell moves into it,
+# so every process started from here on, daemonized or not, stays in it; `cgroup.kill` ends them all.
+for root in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+  [[ $(stat -fc %T "$root" 2>/dev/null) == cgroup2fs && -w $root ]] || continue
+  cg=$root/railyard-slurm-$$-$RANDOM
+  if mkdir "$cg" 2>/dev/null && echo $$ > "$cg/cgroup.procs" 2>/dev/null; then
+    echo "$cg" > "$dir/cgroup"
+    break
+  fi
+  rmdir "$cg" 2>/dev/null
+done
+[[ -f "$dir/cgroup" ]] || echo "setup.sh: no writable cgroup2; stop.sh will find step daemons by SLURM_CONF" >&2
 
 # Ports on 127.0.0.1: slurmctld, then one per slurmd (a contiguous range nobody listens on). The range sits
 # below the kernel's ephemeral range, where outgoing connections (and port-0 listeners) would take ports

@@ -1,6 +1,6 @@
-// WsClient: an asynchronous WebSocket client (ws:// only) on a caller-provided io_context.
+// WsClient: an asynchronous WebSocket client (ws:// and wss://) on a caller-provided io_context.
 //
-//   connect(url) --resolve--> TCP connect --> WebSocket handshake --> on_open
+//   connect(url) --resolve--> TCP connect [--> TLS handshake] --> WebSocket handshake --> on_open
 //                      (each step under connect_timeout)                |
 //   send(text) --> write queue (one write in flight) --------------> frames out
 //   frames in  --> on_message(text)
@@ -20,23 +20,30 @@
 
 namespace boost::asio {
 class io_context;
+namespace ssl {
+class context;
 }
+}  // namespace boost::asio
 
 namespace railyard::net {
 
 struct WsUrl {
+  bool tls = false;    // wss:// or https://
   std::string host;
-  std::string port;    // "80" when absent
+  std::string port;    // "80" when absent ("443" with TLS)
   std::string target;  // "/..." ("/" when absent)
 };
 
-// "ws://host:port/path" (or http://, which names the same server) -> parts. wss:// is refused.
+// "ws://host:port/path" or "wss://..." (or http:// / https://, which name the same server) -> parts.
 Result<WsUrl> parse_ws_url(const std::string& url);
 
 struct WsClientOptions {
   std::chrono::milliseconds connect_timeout{5000};
   size_t max_message_bytes = 1 << 20;
   std::string user_agent = "railyard";
+  // wss://: the PEM CA bundle that verifies the server ("" = the system's trust store); the server's name
+  // must match the URL's host.
+  std::string ca_file;
 };
 
 class WsClient {
@@ -63,10 +70,13 @@ class WsClient {
   bool is_open() const;
   size_t queued() const;  // frames waiting to be written
 
+ public:
+  struct Conn;  // public only for the connection types in ws_client.cpp
+
  private:
-  struct Conn;
   boost::asio::io_context& io_;
   WsClientOptions options_;
+  std::shared_ptr<boost::asio::ssl::context> tls_ctx_;  // made on the first wss:// connect
   std::shared_ptr<Conn> conn_;
   OpenHandler on_open_;
   MessageHandler on_message_;

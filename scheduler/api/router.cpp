@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -43,6 +45,36 @@ HttpResponse method_not_allowed(const char* allow) {
 }
 
 HttpResponse not_found_route() { return error_response(404, "not_found", "no such route"); }
+
+// GET /utilization?since=&until=&step=: the last hour in 10 s steps by default, at most kMaxSteps steps.
+HttpResponse utilization(const std::map<std::string, std::string>& query, const daemon::Service& service) {
+  constexpr int64_t kMaxSteps = 3600;
+  constexpr int64_t kMaxTime = 253'402'300'799;  // 9999-12-31T23:59:59Z
+  const int64_t now = service.now();
+  std::map<std::string, int64_t> v = {{"until", now}, {"step", 10}};
+  for (const char* key : {"until", "step", "since"}) {
+    if (auto it = query.find(key); it != query.end()) {
+      auto n = to_int(it->second);
+      if (!n || *n < 0 || *n > kMaxTime)  // bounded, so since + step cannot overflow
+        return error_response(
+            400, "invalid_argument",
+            std::string(key) + "=" + it->second + ": must be 0.." + std::to_string(kMaxTime));
+      v[key] = *n;
+    } else if (std::string_view(key) == "since") {
+      v[key] = v["until"] - 3600;
+    }
+  }
+  if (v["step"] < 1) return error_response(400, "invalid_argument", "step=0: must be >= 1");
+  if (v["since"] >= v["until"])
+    return error_response(400, "invalid_argument",
+                          "since=" + std::to_string(v["since"]) + ": must be before until");
+  const int64_t span = v["until"] - v["since"];
+  if (span / v["step"] + (span % v["step"] != 0) > kMaxSteps)
+    return error_response(400, "invalid_argument",
+                          "step=" + std::to_string(v["step"]) + ": at most " + std::to_string(kMaxSteps) +
+                              " steps from since to until");
+  return json_response(200, utilization_json(service.table(), v["since"], v["until"], v["step"], now));
+}
 
 // Parses a request body, refusing nesting deeper than `max_depth` before it costs anything.
 std::optional<json> parse_body(const std::string& text, int max_depth, std::string& error) {
@@ -167,10 +199,11 @@ HttpResponse Router::dispatch(const HttpRequest& req, const Route& route, const 
     if (r == "jobs") return get ? list_jobs(route) : method_not_allowed("GET, POST");
     if (r == "jobs:batch") return method_not_allowed("POST");
     if (r != "nodes" && r != "topology" && r != "health" && r != "version" && r != "metrics" &&
-        r != "accounting")
+        r != "accounting" && r != "utilization")
       return not_found_route();
     if (!get) return method_not_allowed("GET");
     if (r == "accounting") return accounting(route);
+    if (r == "utilization") return utilization(route.query, service_);
     if (r == "nodes") return json_response(200, {{"nodes", nodes_json(table)}});
     if (r == "topology") return {200, "application/json", options_.topology_json, {}};
     if (r == "health") return json_response(200, {{"status", "ok"}});
@@ -192,7 +225,9 @@ HttpResponse Router::dispatch(const HttpRequest& req, const Route& route, const 
     auto id = to_int(s[1]);
     const store::JobRecord* r = id ? table.find(*id) : nullptr;
     if (!r) return error_response(404, "not_found", "job " + s[1] + " not found");
-    return json_response(200, job_json(*r, table.cluster()));
+    json job = job_json(*r, table.cluster());
+    job["estimate"] = placement_estimate_json(*r, table.cluster());  // here only: lists stay cheap
+    return json_response(200, job);
   }
   if (s.size() == 3 && (s[0] == "jobs" || s[0] == "nodes")) {
     if (!post) return method_not_allowed("POST");
@@ -220,7 +255,7 @@ HttpResponse Router::list_jobs(const Route& route) {
   }
   const auto user = param("user");
   const auto name = param("name");
-  int64_t limit = kDefaultPageSize, after = 0;
+  int64_t limit = kDefaultPageSize;
   if (auto v = param("limit")) {
     auto n = to_int(*v);
     if (!n || *n < 1 || *n > kMaxPageSize)
@@ -228,25 +263,46 @@ HttpResponse Router::list_jobs(const Route& route) {
                             "limit=" + *v + ": must be 1.." + std::to_string(kMaxPageSize));
     limit = *n;
   }
-  if (auto v = param("after")) {
-    auto n = to_int(*v);
-    if (!n || *n < 0) return error_response(400, "invalid_argument", "after=" + *v + ": must be a job id");
-    after = *n;
+  // Cursors: jobs with after < id < before, ascending by default or newest first with order=desc.
+  int64_t after = 0, before = std::numeric_limits<int64_t>::max();
+  for (auto [key, bound] : {std::pair{"after", &after}, std::pair{"before", &before}}) {
+    if (auto v = param(key)) {
+      auto n = to_int(*v);
+      if (!n || *n < 0)
+        return error_response(400, "invalid_argument", std::string(key) + "=" + *v + ": must be a job id");
+      *bound = *n;
+    }
+  }
+  bool desc = false;
+  if (auto v = param("order")) {
+    if (*v != "asc" && *v != "desc")
+      return error_response(400, "invalid_argument", "order=" + *v + ": must be asc or desc");
+    desc = *v == "desc";
   }
   const auto& table = service_.table();
+  const auto& all = table.jobs();
   json out = json::array();
   json next = nullptr;
-  for (auto it = table.jobs().upper_bound(after); it != table.jobs().end(); ++it) {
-    const auto& r = it->second;
+  // Filters are checked row by row from the cursor: a page reads only the rows up to its last match.
+  auto take = [&](const store::JobRecord& r) {
     if ((!states.empty() && !states.count(r.state)) || (user && !user->empty() && r.spec.user != *user) ||
         (name && !name->empty() && r.spec.name != *name))
-      continue;
+      return true;
     if (static_cast<int64_t>(out.size()) == limit) {
       next = out.back()["id"];
-      break;
+      return false;
     }
     out.push_back(job_json(r, table.cluster()));
+    return true;
+  };
+  if (desc) {
+    for (auto it = std::make_reverse_iterator(all.lower_bound(before)); it != all.rend() && it->first > after;
+         ++it)
+      if (!take(it->second)) break;
+    return json_response(200, {{"jobs", std::move(out)}, {"next_before", next}});
   }
+  for (auto it = all.upper_bound(after); it != all.end() && it->first < before; ++it)
+    if (!take(it->second)) break;
   return json_response(200, {{"jobs", std::move(out)}, {"next_after", next}});
 }
 

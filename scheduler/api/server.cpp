@@ -5,10 +5,14 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <csignal>
 #include <deque>
 #include <optional>
+
+#include "common/net/tls.hpp"
 
 namespace railyard::api {
 namespace {
@@ -22,6 +26,7 @@ using tcp = net::ip::tcp;
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
 constexpr auto kWsHandshakeTimeout = std::chrono::seconds(30);
+constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(30);
 // A WebSocket with no frame for this long is pinged at half of it and closed at the end; agents send a
 // heartbeat every few seconds, so only a dead peer reaches it.
 constexpr auto kWsIdleTimeout = std::chrono::seconds(60);
@@ -35,6 +40,7 @@ struct HttpServer::Impl {
   Handler handler;
   WsAcceptor ws_acceptor;
   BodyLimitFn body_limit = [](std::string_view) { return kDefaultBodyLimit; };
+  std::shared_ptr<net::ssl::context> tls;  // set: every connection must be TLS
 
   void accept();
 };
@@ -43,9 +49,10 @@ namespace {
 
 // One WebSocket connection: a read loop handing every message to on_message, and a write queue (one
 // async_write at a time, frames in order). Timeouts: handshake, idle with pings, 1 MiB per message.
-class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> {
+template <class Stream>
+class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<Stream>> {
  public:
-  explicit WsSession(beast::tcp_stream&& stream) : ws_(std::move(stream)) {
+  explicit WsSession(Stream&& stream) : ws_(std::move(stream)) {
     beast::error_code ec;
     auto ep = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
     if (!ec) remote_ = ep.address().to_string();
@@ -59,7 +66,7 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> 
     ws_.read_message_max(kWsFrameLimit);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "railyard-scheduler"); }));
-    ws_.async_accept(req_, [self = shared_from_this()](beast::error_code ec) {
+    ws_.async_accept(req_, [self = this->shared_from_this()](beast::error_code ec) {
       if (ec) return self->finish();
       self->open_ = true;
       self->read();
@@ -77,7 +84,7 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> 
     res->keep_alive(false);
     res->prepare_payload();
     beast::get_lowest_layer(ws_).expires_after(kIdleTimeout);
-    http::async_write(ws_.next_layer(), *res, [self = shared_from_this(), res](beast::error_code, size_t) {
+    http::async_write(ws_.next_layer(), *res, [self = this->shared_from_this(), res](beast::error_code, size_t) {
       beast::error_code ec;
       beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ec);
       beast::get_lowest_layer(self->ws_).socket().close(ec);
@@ -101,7 +108,7 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> 
 
  private:
   void read() {
-    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    ws_.async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->finish();
       std::string msg = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
@@ -116,13 +123,13 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> 
       if (closing_) {
         writing_ = true;
         ws_.async_close(websocket::close_code::normal,
-                        [self = shared_from_this()](beast::error_code) { self->finish(); });
+                        [self = this->shared_from_this()](beast::error_code) { self->finish(); });
       }
       return;
     }
     writing_ = true;
     ws_.text(true);
-    ws_.async_write(net::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+    ws_.async_write(net::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, size_t) {
       self->writing_ = false;
       if (ec) return self->finish();
       self->queue_.pop_front();
@@ -142,7 +149,7 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> 
     beast::get_lowest_layer(ws_).socket().close(ec);
   }
 
-  websocket::stream<beast::tcp_stream> ws_;
+  websocket::stream<Stream> ws_;
   http::request<http::string_body> req_;
   WsHandlers handlers_;
   beast::flat_buffer buffer_;
@@ -152,9 +159,12 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession> 
 };
 
 // One connection: read a request, hand it to the handler, write its reply, repeat while keep-alive.
-class Session : public std::enable_shared_from_this<Session> {
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
+  // `buffer` holds bytes already read from the connection (the TLS detection's).
+  Session(Stream&& stream, beast::flat_buffer&& buffer, HttpServer::Impl& server)
+      : stream_(std::move(stream)), server_(server), buffer_(std::move(buffer)) {}
 
   void start() { read_header(); }
 
@@ -163,9 +173,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(64 * 1024);
     parser_->body_limit(kMaxBodyLimit);  // the per-route limit is applied once the target is known
-    stream_.expires_after(kIdleTimeout);
+    tcp().expires_after(kIdleTimeout);
     http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+                            beast::bind_front_handler(&Session::on_header, this->shared_from_this()));
   }
 
   void on_header(beast::error_code ec, size_t) {
@@ -174,7 +184,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto len = parser_->content_length(); len && *len > limit) return too_large(limit);
     parser_->body_limit(limit);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::on_body, shared_from_this()));
+                     beast::bind_front_handler(&Session::on_body, this->shared_from_this()));
   }
 
   void on_body(beast::error_code ec, size_t) {
@@ -189,21 +199,22 @@ class Session : public std::enable_shared_from_this<Session> {
     version_ = req.version();
     if (server_.ws_acceptor && websocket::is_upgrade(req)) return upgrade(std::move(r), std::move(req));
     r.body = std::move(req.body());
-    stream_.expires_never();  // the handler may answer later (group commit)
-    auto self = shared_from_this();
+    tcp().expires_never();  // the handler may answer later (group commit)
+    auto self = this->shared_from_this();
     server_.handler(std::move(r), [self](HttpResponse res) { self->write(std::move(res)); });
   }
 
   // The connection leaves this session for a WsSession (accepted or refused).
   void upgrade(HttpRequest r, http::request<http::string_body> req) {
-    auto ws = std::make_shared<WsSession>(std::move(stream_));
+    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_));
     auto handlers = server_.ws_acceptor(r, ws);
     if (!handlers) return ws->refuse(error_response(404, "not_found", "no WebSocket at this path"), version_);
     ws->accept(std::move(req), std::move(*handlers));
   }
 
   void on_read_error(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout)
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::ssl::error::stream_truncated)
       return close();
     if (ec == net::error::operation_aborted || ec == net::error::connection_reset) return;
     keep_alive_ = false;
@@ -227,8 +238,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.body() = std::move(r.body);
     res_.keep_alive(keep_alive_);
     res_.prepare_payload();
-    stream_.expires_after(kIdleTimeout);
-    http::async_write(stream_, res_, beast::bind_front_handler(&Session::on_write, shared_from_this()));
+    tcp().expires_after(kIdleTimeout);
+    http::async_write(stream_, res_, beast::bind_front_handler(&Session::on_write, this->shared_from_this()));
   }
 
   void on_write(beast::error_code ec, size_t) {
@@ -242,18 +253,87 @@ class Session : public std::enable_shared_from_this<Session> {
   // not reset the connection before the client has read the answer.
   void drain() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(kDrainTimeout);
-    stream_.async_read_some(net::buffer(scratch_), [self = shared_from_this()](beast::error_code e, size_t) {
+    tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp().expires_after(kDrainTimeout);
+    stream_.async_read_some(net::buffer(scratch_), [self = this->shared_from_this()](beast::error_code e, size_t) {
       if (e) return self->close();
       self->drain_more();
     });
   }
 
   void drain_more() {
-    stream_.async_read_some(net::buffer(scratch_), [self = shared_from_this()](beast::error_code e, size_t) {
+    stream_.async_read_some(net::buffer(scratch_), [self = this->shared_from_this()](beast::error_code e, size_t) {
       if (e) return self->close();
       self->drain_more();
+    });
+  }
+
+  void close() {
+    beast::error_code ec;
+    tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    tcp().socket().close(ec);
+  }
+
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+
+  Stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool draining_ = false;
+  std::array<char, 64 * 1024> scratch_{};
+};
+
+// With TLS on: peeks at the first byte. A TLS ClientHello (record type 22) gets the handshake and then an
+// HTTPS session; a plain-HTTP client gets a 400 that says to use https:// (instead of a handshake error it
+// cannot read).
+class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
+ public:
+  TlsDetector(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
+
+  void run() {
+    stream_.expires_after(kTlsHandshakeTimeout);
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->close();
+      unsigned char first = 0;
+      const size_t n = self->stream_.socket().receive(net::buffer(&first, 1), tcp::socket::message_peek, ec);
+      if (ec || n == 0) return self->close();
+      if (first == 22) return self->handshake();
+      self->refuse_plain();
+    });
+  }
+
+ private:
+  void handshake() {
+    auto tls = std::make_shared<beast::ssl_stream<beast::tcp_stream>>(std::move(stream_), *server_.tls);
+    tls->async_handshake(net::ssl::stream_base::server, [self = shared_from_this(), tls](beast::error_code ec) {
+      if (ec) {
+        beast::error_code ignored;
+        beast::get_lowest_layer(*tls).socket().close(ignored);
+        return;
+      }
+      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(std::move(*tls), beast::flat_buffer(),
+                                                                       self->server_)
+          ->start();
+    });
+  }
+
+  // Reads the request's header (so closing does not reset the connection under the answer), answers 400.
+  void refuse_plain() {
+    parser_.header_limit(64 * 1024);
+    http::async_read_header(stream_, buffer_, parser_, [self = shared_from_this()](beast::error_code, size_t) {
+      auto res = std::make_shared<http::response<http::string_body>>(http::status::bad_request, 11);
+      res->set(http::field::server, "railyard-scheduler");
+      res->set(http::field::content_type, "application/json");
+      res->body() =
+          error_response(400, "tls_required", "this scheduler serves HTTPS only; use an https:// URL").body;
+      res->keep_alive(false);
+      res->prepare_payload();
+      http::async_write(self->stream_, *res,
+                        [self, res](beast::error_code, size_t) { self->close(); });
     });
   }
 
@@ -266,12 +346,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> res_;
-  unsigned version_ = 11;
-  bool keep_alive_ = true;
-  bool draining_ = false;
-  std::array<char, 64 * 1024> scratch_{};
+  http::request_parser<http::empty_body> parser_;
 };
 
 }  // namespace
@@ -281,7 +356,13 @@ void HttpServer::Impl::accept() {
     if (ec == net::error::operation_aborted) return;
     if (!ec) {
       socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<Session>(std::move(socket), *this)->start();
+      if (tls) {
+        std::make_shared<TlsDetector>(std::move(socket), *this)->run();
+      } else {
+        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), beast::flat_buffer(),
+                                                     *this)
+            ->start();
+      }
     }
     accept();
   });
@@ -293,6 +374,13 @@ HttpServer::~HttpServer() = default;
 void HttpServer::set_handler(Handler handler) { impl_->handler = std::move(handler); }
 void HttpServer::set_body_limit(BodyLimitFn limit) { impl_->body_limit = std::move(limit); }
 void HttpServer::set_ws_acceptor(WsAcceptor acceptor) { impl_->ws_acceptor = std::move(acceptor); }
+
+Status HttpServer::enable_tls(const std::string& cert_file, const std::string& key_file) {
+  auto ctx = railyard::net::make_server_tls_context(cert_file, key_file);
+  if (!ctx) return ctx.error();
+  impl_->tls = std::move(*ctx);
+  return ok();
+}
 
 Result<int> HttpServer::listen(const std::string& host, int port) {
   beast::error_code ec;

@@ -1,4 +1,4 @@
-// HTTP/1.1 server with keep-alive on one event loop (one thread). Connections are read one request at a
+// HTTP/1.1 server with keep-alive on one event loop (one thread), optionally TLS only (enable_tls). Connections are read one request at a
 // time; each request goes to the Handler, whose Reply may come later (e.g. after a group commit). Every
 // stream has an idle timeout; bodies are limited per request target (BodyLimitFn), and an oversized body is
 // answered 413 and the connection closed after the rest of the body is drained.
@@ -30,6 +30,9 @@ class HttpServer {
   void set_body_limit(BodyLimitFn limit);
   // Upgrade requests (any path) go here; without an acceptor they are answered like plain requests.
   void set_ws_acceptor(WsAcceptor acceptor);
+  // Serves HTTPS and WSS only, with this PEM certificate chain and key (before listen()). A plain-HTTP
+  // request is answered 400 "use https://". The error names the file at fault.
+  Status enable_tls(const std::string& cert_file, const std::string& key_file);
   // Binds and listens; returns the bound port (useful with port 0).
   Result<int> listen(const std::string& host, int port);
   // Runs until stop() or SIGINT/SIGTERM.

@@ -1,9 +1,12 @@
 #include "scheduler/api/views.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 
 #include "jobs/spec_json.hpp"
+#include "topology/cost.hpp"
 
 namespace railyard::api {
 namespace {
@@ -50,6 +53,26 @@ json job_json(const store::JobRecord& r, const topology::Cluster& cluster) {
           {"spec", jobs::to_json(r.spec)}};
 }
 
+json placement_estimate_json(const store::JobRecord& r, const topology::Cluster& cluster) {
+  // MIG slices count their GPU once: the estimate is for the GPUs the job's ranks talk across.
+  std::vector<topology::GpuId> gpus = r.gpus;
+  for (const auto& s : r.slices) gpus.push_back(s.gpu);
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  if (gpus.empty() || gpus.front() < 0 || gpus.back() >= cluster.gpu_count()) return nullptr;
+  const auto e = topology::estimate_allreduce(cluster, gpus, kEstimateBytes);
+  return {{"allreduce_bytes", static_cast<int64_t>(kEstimateBytes)},
+          {"seconds", e.seconds},
+          {"ring_seconds", e.ring_seconds},
+          {"tree_seconds", e.tree_seconds},
+          {"algorithm", e.ring_seconds <= e.tree_seconds ? "ring" : "tree"},
+          {"bus_gbytes_s", e.bus_gbytes_s},
+          {"bottleneck_gbits_s",
+           std::isfinite(e.bottleneck_gbits_s) ? json(e.bottleneck_gbits_s) : json(nullptr)},
+          {"span", std::string(topology::to_string(e.span))},
+          {"rail_aligned", e.rail_aligned}};
+}
+
 json nodes_json(const daemon::JobTable& table) {
   const auto& c = table.cluster();
   const std::vector<jobs::JobId> owners = table.gpu_owners();
@@ -71,6 +94,44 @@ json nodes_json(const daemon::JobTable& table) {
          {"reason", table.health_reason(n).empty() ? json(nullptr) : json(table.health_reason(n))}});
   }
   return out;
+}
+
+json utilization_json(const daemon::JobTable& table, int64_t since, int64_t until, int64_t step,
+                      int64_t now) {
+  // A sweep over (time, +-GPUs) events clipped to the window, in one pass over the history.
+  std::vector<std::pair<int64_t, int64_t>> events;
+  for (const auto& [id, r] : table.jobs()) {
+    if (!r.start_time) continue;
+    const int64_t from = std::max(*r.start_time, since), to = std::min(r.end_time.value_or(now), until);
+    if (to <= from) continue;
+    std::vector<topology::GpuId> gpus = r.gpus;
+    for (const auto& s : r.slices) gpus.push_back(s.gpu);
+    std::sort(gpus.begin(), gpus.end());
+    const auto held = static_cast<int64_t>(std::unique(gpus.begin(), gpus.end()) - gpus.begin());
+    events.emplace_back(from, held);
+    events.emplace_back(to, -held);
+  }
+  std::sort(events.begin(), events.end());
+  json samples = json::array();
+  size_t next = 0;
+  int64_t busy = 0;
+  for (int64_t t0 = since; t0 < until; t0 += step) {
+    const int64_t t1 = std::min(t0 + step, until);
+    double gpu_seconds = 0;
+    int64_t t = t0;
+    for (; next < events.size() && events[next].first < t1; ++next) {
+      gpu_seconds += static_cast<double>(busy) * static_cast<double>(events[next].first - t);
+      t = events[next].first;
+      busy += events[next].second;
+    }
+    gpu_seconds += static_cast<double>(busy) * static_cast<double>(t1 - t);
+    samples.push_back({t0, gpu_seconds / static_cast<double>(t1 - t0)});
+  }
+  return {{"gpus", table.cluster().gpu_count()},
+          {"since", since},
+          {"until", until},
+          {"step", step},
+          {"samples", std::move(samples)}};
 }
 
 std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceStats& stats) {

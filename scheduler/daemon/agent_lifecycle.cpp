@@ -52,8 +52,12 @@ void AgentHub::on_batch(const WriteBatch& b) {
     if (!r) return;
     if (live(r->state) && !tracks_.count(alloc_id(r->id, r->attempt))) track_started(*r);
     if (r->attempt == 0) return;  // never placed: no allocation to end (most updates of a big queue)
-    for (auto& [alloc, t] : tracks_)
-      if (t.job == r->id && !t.ended && !live_job(alloc)) end_track(alloc, t);
+    // Its allocations are <job>.1 .. <job>.<attempt>: look them up instead of scanning every track.
+    for (int a = 1; a <= r->attempt; ++a) {
+      const std::string alloc = alloc_id(r->id, a);
+      auto it = tracks_.find(alloc);
+      if (it != tracks_.end() && !it->second.ended && !live_job(alloc)) end_track(alloc, it->second);
+    }
   };
   for (const auto& r : b.updates) look(r);  // inserts are new PENDING jobs
   std::vector<std::string> done;
@@ -69,10 +73,28 @@ void AgentHub::track_started(const store::JobRecord& r) {
   t.nodes = r.nodes;
   t.gpus = r.gpus;
   for (const auto& s : r.slices) t.gpus.push_back(s.gpu);
+  if (!t.nodes.empty()) t.master_port = pick_master_port(t.nodes.front(), r.id, r.attempt);
   auto& tr = tracks_[alloc] = std::move(t);
   if (!enabled()) return;
   for (const auto& n : tr.nodes)
     if (connected(n)) send_launch(alloc, tr, n);
+}
+
+int master_port_for(JobId job, int attempt, const std::set<int>& taken) {
+  constexpr int kFirst = 20000, kCount = 30000;
+  const int start = static_cast<int>((job * 16 + attempt) % kCount);
+  for (int i = 0; i < kCount; ++i) {
+    const int port = kFirst + (start + i) % kCount;
+    if (!taken.count(port)) return port;
+  }
+  return kFirst + start;  // 30,000 live allocations led by one node: cannot happen (GPUs run out first)
+}
+
+int AgentHub::pick_master_port(const std::string& master, JobId job, int attempt) const {
+  std::set<int> taken;
+  for (const auto& [alloc, t] : tracks_)
+    if (!t.ended && !t.nodes.empty() && t.nodes.front() == master) taken.insert(t.master_port);
+  return master_port_for(job, attempt, taken);
 }
 
 void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::string& node) {
@@ -101,9 +123,11 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
                       {"nodes", nodes},
                       {"spec", spec},
                       {"master_addr", master},
-                      {"master_port", 20000 + (t.job * 16 + r->attempt) % 30000},
+                      {"master_port", t.master_port},
                       {"time_limit_s", r->spec.time_limit_s}});
-  tracks_.at(alloc).launch_sent.insert(node);
+  Track& sent = tracks_.at(alloc);
+  sent.launch_sent.insert(node);
+  sent.launch_deadline = service_.now() + options_.launch_timeout_s;
   ++stats_.launches_total;
 }
 
@@ -164,12 +188,11 @@ void AgentHub::on_launched(const json& m) {
   const std::string alloc = m.at("alloc"), node = m.at("node");
   const auto* r = live_job(alloc);
   auto t = tracks_.find(alloc);
-  if (!r || t == tracks_.end() || t->second.ended) {
-    send_to_node(node, {{"type", "kill"},
-                        {"v", 1},
-                        {"alloc", alloc},
-                        {"node", node},
-                        {"reason", "fenced: allocation " + alloc + " is not live"}});
+  if (!r || t == tracks_.end() || t->second.ended || !contains(t->second.nodes, node)) {
+    const std::string why = r && t != tracks_.end() && !t->second.ended
+                                ? "fenced: allocation " + alloc + " does not include " + node
+                                : "fenced: allocation " + alloc + " is not live";
+    send_to_node(node, {{"type", "kill"}, {"v", 1}, {"alloc", alloc}, {"node", node}, {"reason", why}});
     return;
   }
   t->second.launched.insert(node);
@@ -188,8 +211,9 @@ void AgentHub::on_launched(const json& m) {
 void AgentHub::on_launch_failed(const json& m) {
   const std::string alloc = m.at("alloc"), node = m.at("node");
   const auto* r = live_job(alloc);
-  if (!r) return;
-  if (auto t = tracks_.find(alloc); t != tracks_.end()) t->second.finished.insert(node);
+  auto t = tracks_.find(alloc);
+  if (!r || t == tracks_.end() || !contains(t->second.nodes, node)) return;
+  t->second.finished.insert(node);
   WriteBatch b;
   end_job(b, *r, JobState::kFailed, std::nullopt, "launch failed on " + node + ": " + m.value("message", ""),
           "agent:" + node, true);
@@ -201,6 +225,7 @@ void AgentHub::on_alloc_finished(Peer* from, const json& m) {
   const std::string alloc = m.at("alloc"), node = m.at("node"), state = m.at("state");
   const json seq = m.value("seq", json());
   auto t = tracks_.find(alloc);
+  if (t != tracks_.end() && !contains(t->second.nodes, node)) t = tracks_.end();  // not its node: no effect
   if (t != tracks_.end()) t->second.finished.insert(node);
   const auto* r = live_job(alloc);
   Status s = ok();
@@ -285,6 +310,29 @@ void AgentHub::nodes_down(const std::vector<std::string>& names, const std::stri
   if (auto s = commit(b); !s) spdlog::error("node down: commit failed: {}", s.error().message);
 }
 
+// A STARTING job whose launch a connected node has not answered (launched, launch_failed or
+// alloc_finished) within launch_timeout_s fails (or is requeued); the kill that follows holds its GPUs
+// until that node confirms or goes DOWN. Disconnected nodes are left to the heartbeat timeout.
+void AgentHub::launch_timeouts(int64_t now) {
+  WriteBatch b;
+  for (const auto& [alloc, t] : tracks_) {
+    const auto* r = live_job(alloc);
+    if (t.ended || t.restored || !r || r->state != JobState::kStarting || now < t.launch_deadline) continue;
+    std::string silent;
+    for (const auto& n : t.nodes)
+      if (t.launch_sent.count(n) && !t.launched.count(n) && !t.finished.count(n) && connected(n))
+        silent += (silent.empty() ? "" : ", ") + n;
+    if (silent.empty()) continue;
+    end_job(b, *r, JobState::kFailed, std::nullopt,
+            "launch timeout: no answer from " + silent + " within " +
+                std::to_string(options_.launch_timeout_s) + " s",
+            "scheduler", true);
+  }
+  if (b.empty()) return;
+  spdlog::warn("{} jobs failed a launch timeout", b.updates.size());
+  if (auto s = commit(b); !s) spdlog::error("launch timeout: commit failed: {}", s.error().message);
+}
+
 void AgentHub::tick() {
   const int64_t now = service_.now();
   std::vector<std::string> down;
@@ -295,7 +343,12 @@ void AgentHub::tick() {
     if (l.peer) {
       auto c = conns_.find(l.peer);
       l.peer = nullptr;  // the node leaves the connection; the connection stays for its other nodes
-      if (c != conns_.end()) std::erase(c->second.nodes, name);
+      if (c != conns_.end()) {
+        std::erase(c->second.nodes, name);
+        // None left: close it. A healed partition would otherwise revive it, its agent never re-registers
+        // and is never told to kill the allocations it still runs (two copies of a requeued job).
+        if (c->second.nodes.empty()) c->second.peer->close();
+      }
     }
     down.push_back(name);
   }
@@ -310,6 +363,7 @@ void AgentHub::tick() {
         missing.push_back(c.node(n).name);
     nodes_down(missing, "no agent registered");
   }
+  launch_timeouts(now);
   std::vector<std::string> ended;
   for (const auto& [alloc, t] : tracks_)
     if (t.ended) ended.push_back(alloc);

@@ -38,6 +38,16 @@ bool same_secret(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
+// An integer field, `dflt` when absent; a present non-integer throws (a bad message). nlohmann's get<int>
+// of a float out of range is undefined behaviour, so floats are never converted.
+int64_t integer(const json& m, const char* key, int64_t dflt) {
+  if (!m.contains(key)) return dflt;
+  const json& v = m[key];
+  if (!v.is_number_integer())
+    throw json::type_error::create(302, std::string(key) + " must be an integer", &m);
+  return v.get<int64_t>();
+}
+
 }  // namespace
 
 std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
@@ -126,6 +136,13 @@ void AgentHub::on_message(Peer* peer, std::string_view text) {
 void AgentHub::handle(Conn& c, const json& m) {
   const std::string type = m["type"];
   if (type == "heartbeat") return;
+  // Reports speak for one node: only the connection that node is registered on may send them (another
+  // agent, or one whose node was taken over or timed out, is refused and changes nothing).
+  if (type == "launched" || type == "launch_failed" || type == "alloc_finished" || type == "metrics") {
+    const std::string node = m.at("node");
+    if (auto l = links_.find(node); l == links_.end() || l->second.peer != c.peer.get())
+      throw json::other_error::create(502, "node " + node + " is not registered on this connection", nullptr);
+  }
   if (type == "launched") return on_launched(m);
   if (type == "launch_failed") return on_launch_failed(m);
   if (type == "alloc_finished") return on_alloc_finished(c.peer.get(), m);
@@ -199,7 +216,10 @@ void AgentHub::on_register(Conn& c, const json& m) {
     c.nodes.push_back(name);
     accepted.push_back(name);
     const int gpus = cluster.node(id).gpus;
-    const int reported = n.contains("inventory") ? n["inventory"].value("gpus", gpus) : gpus;
+    // More GPUs than the cluster says changes nothing (placements use the cluster's count); fewer drains.
+    const json none = json::object();
+    const json& inv = n.contains("inventory") && n["inventory"].is_object() ? n["inventory"] : none;
+    const int64_t reported = integer(inv, "gpus", gpus);
     const auto health = service_.table().health(id);
     if (reported < gpus && health != sched::NodeHealth::kDrain) {
       const std::string why =
@@ -300,25 +320,35 @@ void AgentHub::on_health(Conn& c, const json& m) {
   if (!b.empty()) (void)commit(b);
 }
 
+// Fields are read before the request is taken off pending_, so a malformed answer (a bad message) leaves
+// the API caller to the request timeout instead of never answering it.
 void AgentHub::on_answer(const json& m) {
-  auto it = pending_.find(m.at("req").get<int64_t>());
+  auto it = pending_.find(integer(m, "req", -1));
   if (it == pending_.end()) return;  // timed out already
+  const std::string type = m["type"];
+  int status = 200;
+  json body;
+  if (type == "exec_started") {
+    body = {{"pid", integer(m, "pid", 0)}};
+  } else if (type == "exec_failed") {
+    status = 502;
+    body = {{"error", {{"code", "exec_failed"}, {"message", m.value("message", "")}}}};
+  } else if (m.contains("error") && m["error"].is_string()) {
+    status = 404;
+    body = {{"error", {{"code", "not_found"}, {"message", m["error"]}}}};
+  } else {
+    const std::string data = m.value("data", "");
+    const int64_t offset = std::clamp<int64_t>(integer(m, "offset", 0), 0, int64_t{1} << 62);
+    body = {{"rank", integer(m, "rank", 0)},
+            {"stream", m.value("stream", "out")},
+            {"offset", offset},
+            {"data", data},
+            {"size", integer(m, "size", 0)},
+            {"next_offset", offset + static_cast<int64_t>(data.size())}};
+  }
   Answer answer = std::move(it->second.answer);
   pending_.erase(it);
-  const std::string type = m["type"];
-  if (type == "exec_started") return answer(200, {{"pid", m.value("pid", 0)}});
-  if (type == "exec_failed")
-    return answer(502, {{"error", {{"code", "exec_failed"}, {"message", m.value("message", "")}}}});
-  if (m.contains("error") && m["error"].is_string())
-    return answer(404, {{"error", {{"code", "not_found"}, {"message", m["error"]}}}});
-  const std::string data = m.value("data", "");
-  const int64_t offset = m.value("offset", int64_t{0});
-  answer(200, {{"rank", m.value("rank", 0)},
-               {"stream", m.value("stream", "out")},
-               {"offset", offset},
-               {"data", data},
-               {"size", m.value("size", int64_t{0})},
-               {"next_offset", offset + static_cast<int64_t>(data.size())}});
+  answer(status, std::move(body));
 }
 
 void AgentHub::request_logs(const store::JobRecord& r, int rank, const std::string& stream, int64_t offset,

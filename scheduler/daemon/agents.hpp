@@ -5,7 +5,8 @@
 //   pass places a job ──observer──► Track(alloc) ──launch──► agents ──launched/alloc_finished──► commit
 //   job ends (API cancel, failure, node DOWN) ──observer──► kill to the nodes still running it; its GPUs
 //   stay held (JobTable::hold_gpus) until each node confirmed or went away
-//   tick() every second ──► heartbeat timeouts → node DOWN, jobs NODE_FAIL / requeued; end of grace
+//   tick() every second ──► heartbeat timeouts → node DOWN, jobs NODE_FAIL / requeued; end of grace;
+//   launch orders unanswered for launch_timeout_s → job FAILED / requeued
 //
 // Every state change is a WriteBatch committed through Service::commit() (store, then memory, then
 // observers), with an audit event naming its actor ("agent:<node>", "scheduler"). The hub's own maps
@@ -47,6 +48,7 @@ struct AgentHubOptions {
   int64_t reconcile_grace_s = 30;
   int heartbeat_interval_s = 5;
   int64_t request_timeout_s = 10;  // logs / exec requests the agent does not answer
+  int64_t launch_timeout_s = 120;  // a connected node that answers no launch order fails the job
 };
 
 struct AgentHubStats {
@@ -64,6 +66,11 @@ std::string register_mac(std::string_view secret, std::string_view challenge, st
 std::string exec_token(std::string_view secret, std::string_view alloc);
 // "<job>.<attempt>"
 std::string alloc_id(JobId job, int attempt);
+
+// MASTER_PORT for an allocation: the first port in [20000, 50000), probing upward from a start derived
+// from the job and attempt, that is not in `taken` (the ports of other live allocations on the same first
+// node), so two jobs led by one node never get the same port.
+int master_port_for(JobId job, int attempt, const std::set<int>& taken);
 
 class AgentHub {
  public:
@@ -121,6 +128,8 @@ class AgentHub {
     bool ended = false;     // the job left STARTING/RUNNING; waiting for kills to be confirmed
     bool restored = false;  // live when the scheduler started (reconcile rules apply)
     std::optional<double> run_start;
+    int master_port = 0;    // MASTER_PORT of the env launcher: unique among live tracks on the same first node
+    int64_t launch_deadline = 0;  // the last launch order sent + launch_timeout_s
   };
   struct Pending {
     Answer answer;
@@ -128,6 +137,8 @@ class AgentHub {
     int64_t deadline = 0;
   };
 
+  // master_port_for() over the ports of the other live allocations led by `master`.
+  int pick_master_port(const std::string& master, JobId job, int attempt) const;
   void refuse(Conn& c, const std::string& reason);
   void send(Peer* p, const nlohmann::json& msg);
   void send_to_node(const std::string& node, const nlohmann::json& msg);
@@ -156,6 +167,7 @@ class AgentHub {
   void end_job(WriteBatch& b, const store::JobRecord& r, jobs::JobState end, std::optional<int> exit_code,
                const std::string& reason, const std::string& actor, bool may_requeue);
   void nodes_down(const std::vector<std::string>& names, const std::string& reason);
+  void launch_timeouts(int64_t now);
   const store::JobRecord* live_job(const std::string& alloc) const;
   Status commit(const WriteBatch& b);
 

@@ -30,7 +30,7 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
     };
     Status s = railyard::ok();
     if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
-        key == "agent_secret_file") {
+        key == "agent_secret_file" || key == "tls_cert" || key == "tls_key") {
       s = want(v.is_string(), "a string");
       if (s && !is_given) {
         std::string& field = key == "listen"              ? c.listen
@@ -38,6 +38,8 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
                              : key == "cluster"           ? c.cluster
                              : key == "web_root"          ? c.web_root
                              : key == "agent_secret_file" ? c.agent_secret_file
+                             : key == "tls_cert"          ? c.tls_cert
+                             : key == "tls_key"           ? c.tls_key
                                                           : c.preset;
         field = v.get<std::string>();
       }
@@ -56,7 +58,7 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
     } else {
       s = invalid(file_path + ": " + key +
                   ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
-                  "agent_secret_file, heartbeat_timeout, reconcile_grace)");
+                  "agent_secret_file, heartbeat_timeout, reconcile_grace, tls_cert, tls_key)");
     }
     if (!s) return s;
   }

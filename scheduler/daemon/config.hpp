@@ -1,6 +1,7 @@
 // The daemon's settings: command-line flags, optionally a JSON config file with the same keys
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
-//   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30});
+//   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
+//   "tls_cert": "...", "tls_key": "..."});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -23,6 +24,8 @@ struct DaemonConfig {
   std::string agent_secret_file;   // "" = agents are refused
   int heartbeat_timeout_s = 30;
   int reconcile_grace_s = -1;      // -1 = the heartbeat timeout
+  std::string tls_cert;            // PEM certificate chain; with tls_key: HTTPS/WSS only
+  std::string tls_key;             // PEM private key
 };
 
 // Fills every key of `file_path` not in `given` (the flags set on the command line).

@@ -1,5 +1,7 @@
 #include "scheduler/daemon/job_table.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 namespace railyard::daemon {
@@ -35,6 +37,7 @@ class Changes {
     order_.push_back(id);
     return &changed_.emplace(id, it->second).first->second;
   }
+  bool touched(JobId id) const { return changed_.count(id) > 0; }
   const JobRecord* current(JobId id) const {
     if (auto it = changed_.find(id); it != changed_.end()) return &it->second;
     auto it = jobs_.find(id);
@@ -51,6 +54,23 @@ class Changes {
   std::vector<JobId> order_;
 };
 
+// Every field an update may change: all but id, spec and submit time (see WriteBatch).
+void copy_mutable(const JobRecord& from, JobRecord& to) {
+  to.state = from.state;
+  to.start_time = from.start_time;
+  to.end_time = from.end_time;
+  to.exit_code = from.exit_code;
+  to.reason = from.reason;
+  to.gpus = from.gpus;
+  to.slices = from.slices;
+  to.nodes = from.nodes;
+  to.leaves_spanned = from.leaves_spanned;
+  to.min_leaves = from.min_leaves;
+  to.estimated_start = from.estimated_start;
+  to.time_to_train_s = from.time_to_train_s;
+  to.attempt = from.attempt;
+}
+
 void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, int64_t now) {
   r.state = JobState::kStarting;
   r.gpus = p.gpus;
@@ -65,9 +85,99 @@ void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, 
   ++r.attempt;
 }
 
+// Why each job of `pending` still waits, where that changed: a record `ch` already changes gets it in
+// place; the others become notes (memory only). Most jobs keep their reason from pass to pass, so it is
+// compared before anything is built; with `pending` sorted by id (the service sorts it off the loop) the
+// waiting jobs are walked alongside instead of looked up one by one.
+void note_reasons(const std::vector<sched::PendingInfo>& pending,
+                  const std::map<JobId, const JobRecord*>& waiting_jobs, Changes& ch,
+                  std::vector<JobTable::PendingNote>& notes) {
+  const bool by_id = std::is_sorted(pending.begin(), pending.end(),
+                                    [](const auto& a, const auto& b) { return a.job < b.job; });
+  auto waiting = waiting_jobs.begin();
+  for (const auto& info : pending) {
+    const JobRecord* cur = nullptr;
+    if (by_id && !ch.touched(info.job)) {
+      while (waiting != waiting_jobs.end() && waiting->first < info.job) ++waiting;
+      if (waiting != waiting_jobs.end() && waiting->first == info.job) cur = waiting->second;
+    } else {
+      cur = ch.current(info.job);
+    }
+    if (!cur || (cur->state != JobState::kPending && cur->state != JobState::kHeld)) continue;
+    const std::string_view kind = sched::to_string(info.reason);
+    const std::string& had = cur->reason;
+    const bool same = cur->estimated_start == info.estimated_start &&
+                      (info.message.empty()
+                           ? had == kind
+                           : had.size() == kind.size() + 2 + info.message.size() && had.starts_with(kind) &&
+                                 had.compare(kind.size(), 2, ": ") == 0 && had.ends_with(info.message));
+    if (same) continue;
+    std::string reason = std::string(kind) + (info.message.empty() ? "" : ": " + info.message);
+    if (!ch.touched(info.job)) {
+      notes.push_back({info.job, std::move(reason), info.estimated_start});
+      continue;
+    }
+    JobRecord* r = ch.touch(info.job);
+    r->reason = std::move(reason);
+    r->estimated_start = info.estimated_start;
+  }
+}
+
+// Who holds each GPU now, to re-check a plan's starts: whole GPUs of STARTING/RUNNING jobs and of draining
+// allocations (kDrainingOwner), and MIG slices, which block only the slots they cover.
+class Occupancy {
+ public:
+  template <typename Holding, typename Draining>
+  Occupancy(const topology::Cluster& c, const Holding& holding, const Draining& draining)
+      : owner_(static_cast<size_t>(c.gpu_count()), 0) {
+    for (const auto& [id, r] : holding) {
+      for (auto g : r->gpus) owner_[static_cast<size_t>(g)] = id;
+      for (const auto& sl : r->slices) slices_.push_back({id, sl});
+    }
+    for (const auto& [alloc, d] : draining)
+      for (auto g : d.gpus) owner_[static_cast<size_t>(g)] = kDrainingOwner;
+  }
+
+  // Every GPU and slot of `p` is free, or held by a job `p` preempts.
+  bool free_for(const sched::Placement& p) const {
+    auto ok = [&](JobId holder) {
+      return holder == 0 || std::find(p.preempts.begin(), p.preempts.end(), holder) != p.preempts.end();
+    };
+    for (auto g : p.gpus) {
+      if (!ok(owner_[static_cast<size_t>(g)])) return false;
+      for (const auto& [holder, sl] : slices_)
+        if (sl.gpu == g && !ok(holder)) return false;
+    }
+    for (const auto& mine : p.slices) {
+      if (!ok(owner_[static_cast<size_t>(mine.gpu)])) return false;
+      for (const auto& [holder, sl] : slices_)
+        if (sl.gpu == mine.gpu && overlap(sl, mine) && !ok(holder)) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr JobId kDrainingOwner = -1;
+  static bool overlap(const sched::MigSlice& a, const sched::MigSlice& b) {
+    return a.first_slot < b.first_slot + b.slots && b.first_slot < a.first_slot + a.slots;
+  }
+  std::vector<JobId> owner_;  // 0: no whole-GPU holder
+  std::vector<std::pair<JobId, sched::MigSlice>> slices_;
+};
+
 }  // namespace
 
 std::string job_subject(JobId id) { return "job:" + std::to_string(id); }
+
+void JobTable::apply(const std::vector<PendingNote>& notes) {
+  for (const auto& n : notes) {
+    auto it = waiting_.find(n.job);
+    if (it == waiting_.end()) continue;
+    JobRecord& r = jobs_.at(n.job);
+    r.reason = n.reason;
+    r.estimated_start = n.estimated_start;
+  }
+}
 
 JobTable::JobTable(const topology::Cluster& cluster)
     : cluster_(cluster),
@@ -76,7 +186,8 @@ JobTable::JobTable(const topology::Cluster& cluster)
 
 void JobTable::load(store::StoredState state) {
   jobs_.clear();
-  active_.clear();
+  waiting_.clear();
+  holding_.clear();
   std::fill(health_.begin(), health_.end(), sched::NodeHealth::kUp);
   std::fill(health_reason_.begin(), health_reason_.end(), std::string());
   WriteBatch b;
@@ -86,22 +197,21 @@ void JobTable::load(store::StoredState state) {
 }
 
 void JobTable::apply(const WriteBatch& batch) {
-  auto put = [&](const JobRecord& r) {
-    jobs_[r.id] = r;
-    if (jobs::is_terminal(r.state)) {
-      active_.erase(r.id);
-    } else {
-      active_.insert(r.id);
-    }
+  auto index = [&](const JobRecord& r) {
+    waiting_.erase(r.id);
+    holding_.erase(r.id);
+    if (r.state == JobState::kPending || r.state == JobState::kHeld)
+      waiting_.emplace(r.id, &r);
+    else if (!jobs::is_terminal(r.state))
+      holding_.emplace(r.id, &r);
   };
-  for (const auto& r : batch.inserts) put(r);
+  // New ids only: the store's primary key refused a duplicate before this batch was applied.
+  for (const auto& r : batch.inserts) index(jobs_.insert_or_assign(r.id, r).first->second);
   for (const auto& r : batch.updates) {
     auto it = jobs_.find(r.id);
     if (it == jobs_.end()) continue;
-    JobRecord merged = r;
-    merged.spec = std::move(it->second.spec);  // updates never carry a new spec
-    merged.submit_time = it->second.submit_time;
-    put(merged);
+    copy_mutable(r, it->second);  // never the spec: a pass on another thread may be reading it
+    index(it->second);
   }
   for (const auto& n : batch.nodes) {
     const topology::NodeId id = cluster_.find_node(n.name);
@@ -118,9 +228,8 @@ const JobRecord* JobTable::find(JobId id) const {
 
 std::vector<JobId> JobTable::gpu_owners() const {
   std::vector<JobId> owners(static_cast<size_t>(cluster_.gpu_count()), 0);
-  for (JobId id : active_) {
-    const JobRecord& r = jobs_.at(id);
-    if (!holds_gpus(r.state)) continue;
+  for (const auto& [id, rec] : holding_) {
+    const JobRecord& r = *rec;
     for (auto g : r.gpus) owners[static_cast<size_t>(g)] = id;
     for (const auto& s : r.slices) owners[static_cast<size_t>(s.gpu)] = id;
   }
@@ -142,15 +251,14 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   s.cluster = &cluster_;
   s.health = health_;
   s.now = now;
-  for (JobId id : active_) {
-    const JobRecord& r = jobs_.at(id);
-    if (holds_gpus(r.state)) {
-      s.running.push_back({id, &r.spec, r.gpus, r.slices, r.start_time.value_or(now)});
-    } else if (r.state == JobState::kPending || r.state == JobState::kHeld) {
-      s.pending.push_back({id, &r.spec, r.submit_time, r.state == JobState::kHeld});
-      for (JobId dep : r.spec.afterok) s.dependencies.emplace(dep, dependency_state(dep));
-    }
+  s.pending.reserve(waiting_.size());
+  for (const auto& [id, r] : waiting_) {
+    s.pending.push_back({id, &r->spec, r->submit_time, r->state == JobState::kHeld});
+    for (JobId dep : r->spec.afterok) s.dependencies.emplace(dep, dependency_state(dep));
   }
+  s.running.reserve(holding_.size() + draining_.size());
+  for (const auto& [id, r] : holding_)
+    s.running.push_back({id, &r->spec, r->gpus, r->slices, r->start_time.value_or(now)});
   // Draining allocations hold their GPUs under a negative id, so the core never takes them for a job of its
   // own; a preemption that names one is ignored by plan_changes() (unknown id).
   JobId fake = 0;
@@ -165,10 +273,25 @@ void JobTable::hold_gpus(const std::string& alloc, JobId job, std::vector<topolo
   if (!gpus.empty()) draining_[alloc] = {job, std::move(gpus)};
 }
 
-WriteBatch JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {
-  WriteBatch b;
+JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {
+  PlanChanges out;
+  WriteBatch& b = out.batch;
   Changes ch(jobs_);
+  std::optional<Occupancy> occupancy;  // built for the first start
   for (const auto& p : plan.starts) {
+    const JobRecord* cur = ch.current(p.job);
+    if (!cur || cur->state != JobState::kPending) {  // cancelled, held or gone since the snapshot
+      ++out.stale;
+      continue;
+    }
+    const bool nodes_up = std::all_of(p.nodes.begin(), p.nodes.end(), [&](topology::NodeId n) {
+      return health_[static_cast<size_t>(n)] == sched::NodeHealth::kUp;
+    });
+    if (!occupancy) occupancy.emplace(cluster_, holding_, draining_);
+    if (!nodes_up || !occupancy->free_for(p)) {
+      ++out.stale;
+      continue;
+    }
     for (JobId victim : p.preempts) {
       JobRecord* v = ch.touch(victim);
       if (!v || !holds_gpus(v->state)) continue;
@@ -182,27 +305,14 @@ WriteBatch JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {
       b.events.push_back({job_subject(victim), now, "scheduler", v->reason});
     }
     JobRecord* r = ch.touch(p.job);
-    if (!r || r->state != JobState::kPending) continue;
     place(*r, p, cluster_, now);
     b.events.push_back({job_subject(p.job), now, "scheduler",
                         "placed on " + std::to_string(p.gpus.size() + p.slices.size()) + " GPUs, " +
                             std::to_string(p.nodes.size()) + " nodes, " + std::to_string(p.leaves_spanned) +
                             " leaves"});
   }
-  for (const auto& info : plan.pending) {
-    // Most pending jobs keep their reason from pass to pass: compare before copying the record.
-    const JobRecord* cur = ch.current(info.job);
-    if (!cur || (cur->state != JobState::kPending && cur->state != JobState::kHeld)) continue;
-    std::string reason =
-        std::string(sched::to_string(info.reason)) + (info.message.empty() ? "" : ": " + info.message);
-    if (cur->reason == reason && cur->estimated_start == info.estimated_start) continue;
-    JobRecord* r = ch.touch(info.job);
-    r->reason = std::move(reason);
-    r->estimated_start = info.estimated_start;
-  }
-  for (const auto& res : plan.reservations)
-    if (JobRecord* r = ch.touch(res.job); r && r->state == JobState::kPending)
-      r->estimated_start = res.start_time;
+  note_reasons(plan.pending, waiting_, ch, out.notes);
+  // A reservation's job is in plan.pending with the same estimated_start (handled above).
   for (const auto& rej : plan.rejected) {
     JobRecord* r = ch.touch(rej.job);
     if (!r || (r->state != JobState::kPending && r->state != JobState::kHeld)) continue;
@@ -213,7 +323,7 @@ WriteBatch JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {
     b.events.push_back({job_subject(rej.job), now, "scheduler", "rejected: " + rej.message});
   }
   ch.into(b);
-  return b;
+  return out;
 }
 
 Result<WriteBatch> JobTable::event_changes(JobId id, jobs::JobEvent event, const std::string& actor,

@@ -4,12 +4,16 @@
 //
 //   request / plan ──*_changes()──► WriteBatch ──store.commit()──► apply() ──► memory
 //
-// Not thread safe: owned by the service on the daemon's single event loop.
+// Not thread safe: owned by the service on the daemon's single event loop. One exception, for the pass that
+// runs on a worker thread: a job's `spec` is written once, when the job is inserted, and never again
+// (apply() copies only the mutable fields of an update, and jobs are never erased but by load()), and map
+// nodes do not move, so a Snapshot's spec pointers may be read on another thread while the loop applies
+// batches, until the next load().
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +35,13 @@ class JobTable {
   // Replaces everything with what the store holds. Node records for unknown names are ignored.
   void load(store::StoredState state);
   void apply(const WriteBatch& batch);
+  // Why a waiting job waits, as a pass found it (see plan_changes()); ignored for a job no longer waiting.
+  struct PendingNote {
+    JobId job = 0;
+    std::string reason;
+    std::optional<int64_t> estimated_start;
+  };
+  void apply(const std::vector<PendingNote>& notes);
 
   const topology::Cluster& cluster() const { return cluster_; }
   const JobRecord* find(JobId id) const;
@@ -42,7 +53,7 @@ class JobTable {
   }
   // Owner job per GPU (0 = free), from STARTING/RUNNING jobs.
   std::vector<JobId> gpu_owners() const;
-  size_t active_count() const { return active_.size(); }
+  size_t active_count() const { return waiting_.size() + holding_.size(); }
 
   // GPUs of an ended (or requeued) allocation whose processes may still run: kept out of placements until
   // every node confirmed the kill or went down. In memory only: after a restart, fencing on register kills
@@ -51,10 +62,23 @@ class JobTable {
   void release_gpus(const std::string& alloc) { draining_.erase(alloc); }
   bool holds(const std::string& alloc) const { return draining_.count(alloc) > 0; }
 
-  // The pass input; borrows specs held here (valid until the next apply()).
+  // The pass input; borrows specs held here (valid until the next load(); see above). O(jobs not
+  // finished): pending and held jobs, then running ones, both in id order.
   sched::Snapshot snapshot(int64_t now) const;
-  // What applying `plan` at `now` changes; only jobs whose persisted fields change are included.
-  WriteBatch plan_changes(const sched::Plan& plan, int64_t now) const;
+  // What applying `plan` at `now` changes; only jobs whose persisted fields change are included. The plan
+  // may be older than the table (computed on another thread): a start is kept only if its job is still
+  // PENDING, each of its nodes is still up and each of its GPUs (or MIG slots) is still free or held by a
+  // job it preempts that still holds it; the others are dropped and counted in `stale`, and their jobs
+  // stay PENDING with their old reason for the next pass. Reasons and rejections are written only for
+  // jobs still PENDING or HELD. A waiting job's new reason or estimated start is derived state, recomputed
+  // by every pass (the first one right after a restart): it goes to `notes`, applied in memory only, so a
+  // pass over a long queue is not one UPDATE per job whose reason changed.
+  struct PlanChanges {
+    WriteBatch batch;
+    std::vector<PendingNote> notes;
+    size_t stale = 0;
+  };
+  PlanChanges plan_changes(const sched::Plan& plan, int64_t now) const;
   // The job after `event` (cancel, hold, release), or kConflict / kNotFound.
   Result<WriteBatch> event_changes(JobId id, jobs::JobEvent event, const std::string& actor,
                                    int64_t now) const;
@@ -64,7 +88,9 @@ class JobTable {
 
   const topology::Cluster& cluster_;
   std::map<JobId, JobRecord> jobs_;
-  std::set<JobId> active_;  // not in a terminal state
+  // Jobs not in a terminal state, pointing into jobs_: waiting (PENDING, HELD) and holding GPUs
+  // (STARTING, RUNNING).
+  std::map<JobId, const JobRecord*> waiting_, holding_;
   std::vector<sched::NodeHealth> health_;
   std::vector<std::string> health_reason_;
   struct Draining {

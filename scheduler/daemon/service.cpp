@@ -3,6 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "jobs/validate.hpp"
 #include "scheduler/api/auth.hpp"
@@ -24,9 +28,69 @@ std::function<void()> guarded(const char* what, std::function<void()> fn) {
 
 }  // namespace
 
+// One pass between its snapshot (taken on the loop) and its apply (on the loop).
+struct Service::PassWork {
+  sched::Snapshot snap;
+  sched::Plan plan;
+  std::string error;  // schedule() threw: nothing to apply
+  std::chrono::steady_clock::time_point start;
+  std::chrono::steady_clock::duration snapshot_time{}, schedule_time{};
+};
+
+// A thread that runs posted work in order; the destructor drops work not started and joins.
+class Service::PassThread {
+ public:
+  PassThread() : thread_([this] { work_loop(); }) {}
+  ~PassThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  void run(std::function<void()> fn) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(fn));
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void work_loop() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
 Service::Service(const topology::Cluster& cluster, std::unique_ptr<store::StateStore> store, Loop loop,
                  Clock clock)
     : table_(cluster), store_(std::move(store)), loop_(std::move(loop)), clock_(std::move(clock)) {}
+
+Service::~Service() {
+  alive_.reset();  // a pass finishing now posts an apply that will do nothing
+  thread_.reset();
+}
+
+void Service::run_passes_on_thread() {
+  thread_ = std::make_unique<PassThread>();
+  executor_ = [t = thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); };
+}
 
 Status Service::open() {
   auto state = store_->load();
@@ -71,7 +135,9 @@ void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, Submit
   queue_.push_back(std::move(q));
   if (!flush_posted_) {
     flush_posted_ = true;
-    loop_.post(guarded("submit flush", [this] { flush_submits(); }));
+    // Posted twice: the loop polls its sockets once more before the flush, so requests that arrived
+    // meanwhile join this commit (one fsync) instead of the next.
+    loop_.post([this] { loop_.post(guarded("submit flush", [this] { flush_submits(); })); });
   }
 }
 
@@ -149,6 +215,10 @@ Status Service::commit(const WriteBatch& batch) {
 }
 
 void Service::request_pass() {
+  if (pass_in_flight_) {
+    pass_again_ = true;
+    return;
+  }
   if (pass_posted_) return;
   pass_posted_ = true;
   const auto now = std::chrono::steady_clock::now();
@@ -159,31 +229,92 @@ void Service::request_pass() {
   loop_.post_after(std::chrono::ceil<std::chrono::milliseconds>(earliest - now), std::move(pass));
 }
 
+// On the loop: the snapshot, then schedule() on the executor, whose result comes back to finish_pass().
 void Service::run_pass() {
   using Clock = std::chrono::steady_clock;
   pass_posted_ = false;
-  const auto t0 = Clock::now();
+  if (pass_in_flight_) return void(pass_again_ = true);
+  auto work = std::make_shared<PassWork>();
+  work->start = Clock::now();
+  work->snap = table_.snapshot(clock_());
+  work->snapshot_time = Clock::now() - work->start;
+  if (work->snap.pending.empty()) return;
+  pass_in_flight_ = true;
+  std::weak_ptr<char> alive = alive_;
+  auto compute = [this, work, alive] {
+    const auto t = Clock::now();
+    try {
+      work->plan = scheduler_.schedule(work->snap);
+      // By id, so plan_changes() walks it alongside the table instead of a lookup per job (on the loop).
+      std::sort(work->plan.pending.begin(), work->plan.pending.end(),
+                [](const auto& a, const auto& b) { return a.job < b.job; });
+    } catch (const std::exception& e) {
+      work->error = e.what();
+    }
+    work->schedule_time = Clock::now() - t;
+    // The scheduler's memory of this snapshot (see service.hpp). Swapped here, the last pass's snapshot
+    // and plan (one string per pending job) are freed on this thread, not on the loop.
+    last_work_ = work;
+    loop_.post(guarded("scheduling pass", [this, work, alive] {
+      if (!alive.expired()) finish_pass(work);
+    }));
+  };
+  if (executor_) return executor_(std::move(compute));
+  compute();
+}
+
+void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
+  using Clock = std::chrono::steady_clock;
+  pass_in_flight_ = false;
+  const PassWork& work = *done;
+  auto again = [this] {
+    const bool wanted = pass_again_;
+    pass_again_ = false;
+    return wanted;
+  };
+  if (!work.error.empty()) {
+    spdlog::error("scheduling pass: internal error: {}", work.error);
+    last_pass_end_ = Clock::now();
+    if (again()) request_pass();
+    return;
+  }
+  const auto t_apply = Clock::now();
   const int64_t now = clock_();
-  const sched::Snapshot snap = table_.snapshot(now);
-  if (snap.pending.empty()) return;
-  const sched::Plan plan = sched::schedule(snap);
-  const auto t1 = Clock::now();
-  WriteBatch b = table_.plan_changes(plan, now);
+  auto changes = table_.plan_changes(work.plan, now);
+  WriteBatch& b = changes.batch;
   if (auto s = store_->commit(b); !s) {
     spdlog::error("scheduling pass: commit failed: {}", s.error().message);
+    last_pass_end_ = Clock::now();
+    if (again()) request_pass();
     return;
   }
   applied(b);
+  if (!changes.notes.empty()) {
+    table_.apply(changes.notes);
+    WriteBatch seen;  // observers hear of new reasons too (the dashboard shows them)
+    seen.updates.reserve(changes.notes.size());
+    for (const auto& n : changes.notes) seen.updates.push_back(*table_.find(n.job));
+    for (const auto& o : observers_) o(seen);
+  }
   last_pass_end_ = Clock::now();
-  last_pass_duration_ = last_pass_end_ - t0;
-  const double secs = std::chrono::duration<double>(last_pass_duration_).count();
+  last_pass_duration_ = last_pass_end_ - work.start;
+  const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   ++stats_.passes_total;
-  stats_.last_pass_seconds = secs;
-  stats_.pass_seconds_sum += secs;
-  if (!plan.starts.empty() || !plan.rejected.empty() || secs > 0.5)
-    spdlog::info("pass: {} pending, {} started, {} rejected, {} updates, {:.3f} s ({:.3f} s in schedule())",
-                 snap.pending.size(), plan.starts.size(), plan.rejected.size(), b.updates.size(), secs,
-                 std::chrono::duration<double>(t1 - t0).count());
+  stats_.last_pass_seconds = secs(last_pass_duration_);
+  stats_.pass_seconds_sum += stats_.last_pass_seconds;
+  stats_.last_snapshot_seconds = secs(work.snapshot_time);
+  stats_.last_schedule_seconds = secs(work.schedule_time);
+  stats_.last_apply_seconds = secs(last_pass_end_ - t_apply);
+  stats_.stale_starts_total += static_cast<int64_t>(changes.stale);
+  if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5)
+    spdlog::info(
+        "pass: {} pending, {} started, {} stale, {} rejected, {} updates, {} new reasons, {:.3f} s (snapshot "
+        "{:.3f} s, "
+        "schedule() {:.3f} s, apply {:.3f} s)",
+        work.snap.pending.size(), work.plan.starts.size() - changes.stale, changes.stale,
+        work.plan.rejected.size(), b.updates.size(), changes.notes.size(), stats_.last_pass_seconds,
+        stats_.last_snapshot_seconds, stats_.last_schedule_seconds, stats_.last_apply_seconds);
+  if (again() || changes.stale > 0) request_pass();
 }
 
 }  // namespace railyard::daemon

@@ -4,11 +4,23 @@
 //
 // Submits: validated at once, queued, and committed together by one flush posted on the loop, so the
 // submits that arrive in one turn of the loop share one transaction; each caller hears back only after
-// that commit. Scheduling: any change that can alter the plan requests a pass; requests coalesce into one
-// posted pass, which builds a Snapshot, calls sched::schedule() and commits the plan's changes at once.
-// Passes are paced: the next one starts no sooner than max(kMinPassInterval, last pass's duration) after
-// the last one ended, so a stream of submits is not one fsync'd pass per submit, and a long queue leaves at
-// least half of the loop's time to HTTP.
+// that commit.
+//
+// Scheduling: any change that can alter the plan requests a pass; requests coalesce into one posted pass.
+// A pass has three steps, only the first and last on the loop:
+//
+//   loop: table.snapshot() ──► pass executor: Scheduler::schedule() ──post──► loop: plan_changes(),
+//                                                                              commit, apply, observers
+//
+// The executor is inline by default (tests' fake loops) or a worker thread owned by the service
+// (run_passes_on_thread(), the daemon). While a pass is in flight the loop keeps serving requests, and
+// the table may change under the plan: plan_changes() re-checks every start against the table of the
+// moment (job still PENDING, nodes still up, GPUs still free) and drops the stale ones; a dropped start,
+// or any pass request made while the pass was in flight, asks for one more pass once it is applied.
+// At most one pass is in flight. Passes are paced: the next one starts no sooner than
+// max(kMinPassInterval, last pass's duration (snapshot to applied)) after the last one was applied, so a
+// stream of submits is not one fsync'd pass per submit, and passes take at most about half of the time.
+// Submit flushes yield to the sockets once before committing, so requests already sent join the commit.
 #pragma once
 
 #include <chrono>
@@ -20,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scheduler/core/cycle.hpp"
 #include "scheduler/daemon/job_table.hpp"
 #include "scheduler/store/state_store.hpp"
 
@@ -35,8 +48,11 @@ struct ServiceStats {
   int64_t submits_total = 0;
   int64_t submit_commits_total = 0;
   int64_t passes_total = 0;
-  double last_pass_seconds = 0;
+  double last_pass_seconds = 0;  // snapshot to applied, wall time
   double pass_seconds_sum = 0;
+  // The last pass's steps: snapshot and apply block the loop, schedule() runs on the executor.
+  double last_snapshot_seconds = 0, last_schedule_seconds = 0, last_apply_seconds = 0;
+  int64_t stale_starts_total = 0;  // starts dropped because the table changed during the pass
 };
 
 // The event loop the service runs on (the HTTP server's, or a fake in tests).
@@ -51,8 +67,18 @@ class Service {
  public:
   using Clock = std::function<int64_t()>;  // seconds since the epoch
   using SubmitDone = std::function<void(Result<std::vector<JobId>>)>;
+  // Runs its argument, on any thread, once; may return before it ran.
+  using Executor = std::function<void(std::function<void()>)>;
 
   Service(const topology::Cluster& cluster, std::unique_ptr<store::StateStore> store, Loop loop, Clock clock);
+  ~Service();  // waits for a pass in flight on the worker thread; its result is dropped
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Where schedule() runs (see the header comment). Call before open(). The worker thread is joined by
+  // the destructor; a test's executor must run or drop its work before the service is destroyed.
+  void run_passes_on_thread();
+  void set_pass_executor(Executor executor) { executor_ = std::move(executor); }
 
   // Loads the store and requests a first pass.
   Status open();
@@ -67,7 +93,8 @@ class Service {
   // Writes `batch`, applies it to the table, tells every observer and requests a pass: the one path for
   // state changes made outside the service (the agent hub). Nothing is applied when the commit fails.
   Status commit(const WriteBatch& batch);
-  // Called after every applied batch (submits, actions, passes, commit()), on the loop.
+  // Called after every applied batch (submits, actions, passes, commit()), on the loop; also with the
+  // waiting jobs whose reason a pass changed in memory only (JobTable::PendingNote), as updates.
   using Observer = std::function<void(const WriteBatch&)>;
   void add_observer(Observer observer) { observers_.push_back(std::move(observer)); }
   // Requests a scheduling pass (coalesced and paced; see the header comment).
@@ -94,8 +121,11 @@ class Service {
     std::string actor;
     SubmitDone done;
   };
+  struct PassWork;
+  class PassThread;
   void flush_submits();
   void run_pass();
+  void finish_pass(const std::shared_ptr<PassWork>& done);
   void applied(const WriteBatch& batch);
 
   JobTable table_;
@@ -106,11 +136,21 @@ class Service {
   std::vector<QueuedSubmit> queue_;
   bool flush_posted_ = false;
   bool pass_posted_ = false;
+  bool pass_in_flight_ = false;  // snapshot taken, plan not applied yet
+  bool pass_again_ = false;      // a pass was requested while one was in flight
   std::chrono::steady_clock::time_point last_pass_end_{};
   std::chrono::steady_clock::duration last_pass_duration_{};
   std::unordered_map<std::string, Caller> token_cache_;  // by token hash
   ServiceStats stats_;
   std::vector<Observer> observers_;
+  // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers
+  // with the last snapshot's, so that snapshot is kept alive (last_work_, also executor-only) until the
+  // next one is built: a new buffer can never have an old one's address.
+  sched::Scheduler scheduler_;
+  std::shared_ptr<PassWork> last_work_;
+  Executor executor_;
+  std::shared_ptr<char> alive_ = std::make_shared<char>();  // expired once destruction starts
+  std::unique_ptr<PassThread> thread_;                      // last: joined first
 };
 
 }  // namespace railyard::daemon

@@ -38,6 +38,11 @@ constexpr std::array<std::string_view, 3> kMigrations = {
 
 // gpus column: whole GPUs as numbers, MIG slices as objects.
 std::string gpus_to_text(const JobRecord& r) {
+  if (r.slices.empty()) {  // the common case, without building a json value: "[0,1,2]"
+    std::string out = "[";
+    for (auto g : r.gpus) out += (out.size() > 1 ? "," : "") + std::to_string(g);
+    return out + "]";
+  }
   json a = json::array();
   for (auto g : r.gpus) a.push_back(g);
   for (const auto& s : r.slices)
@@ -94,7 +99,7 @@ void bind_mutable(sql::Stmt& st, int first, const JobRecord& r) {
       .bind(first + 3, r.exit_code ? std::optional<int64_t>(*r.exit_code) : std::nullopt)
       .bind(first + 4, r.reason)
       .bind(first + 5, gpus_to_text(r))
-      .bind(first + 6, json(r.nodes).dump())
+      .bind(first + 6, r.nodes.empty() ? std::string("[]") : json(r.nodes).dump())
       .bind(first + 7, int64_t{r.leaves_spanned})
       .bind(first + 8, int64_t{r.min_leaves})
       .bind(first + 9, r.estimated_start)
@@ -133,6 +138,11 @@ Result<std::unique_ptr<SqliteStateStore>> SqliteStateStore::open(const std::stri
     return Error{ErrorCode::kUnavailable, path + ": " + msg};
   }
   std::unique_ptr<SqliteStateStore> store(new SqliteStateStore(db));
+  // SQLite falls back to read-only when the file system or file refuses writes: a scheduler that could not
+  // store what it acknowledges must not start.
+  if (sqlite3_db_readonly(db, "main") == 1)
+    return Error{ErrorCode::kUnavailable,
+                 path + ": read-only (the database file or its file system is not writable)"};
   sqlite3_busy_timeout(db, 5000);
   try {
     sql::exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
@@ -143,7 +153,10 @@ Result<std::unique_ptr<SqliteStateStore>> SqliteStateStore::open(const std::stri
   return store;
 }
 
-SqliteStateStore::~SqliteStateStore() { sqlite3_close(db_); }
+SqliteStateStore::~SqliteStateStore() {
+  statements_.reset();
+  sqlite3_close(db_);
+}
 
 void SqliteStateStore::migrate(int target_version) {
   sql::exec(db_, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
@@ -177,31 +190,51 @@ Result<StoredState> SqliteStateStore::load() {
   });
 }
 
+// Prepared on the first commit and reused (reset before each use, so a statement left mid-way by an error
+// is usable again). Finalized before the database is closed.
+struct SqliteStateStore::Statements {
+  explicit Statements(sqlite3* db)
+      : ins(db,
+            "INSERT INTO jobs(id, spec, user, submit_time, state, start_time, end_time, exit_code, reason, "
+            "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        upd(db,
+            "UPDATE jobs SET state=?, start_time=?, end_time=?, exit_code=?, reason=?, gpus=?, nodes=?, "
+            "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=?, attempt=? WHERE id=?"),
+        node(db, "INSERT OR REPLACE INTO nodes(name, health, reason) VALUES (?,?,?)"),
+        ev(db, "INSERT INTO events(subject, time, actor, what) VALUES (?,?,?,?)"),
+        metric(db, "INSERT INTO metrics(job, alloc, key, time, data) VALUES (?,?,?,?,?)") {}
+  sql::Stmt ins, upd, node, ev, metric;
+};
+
+SqliteStateStore::SqliteStateStore(sqlite3* db) : db_(db) {}
+
 void SqliteStateStore::write(const WriteBatch& b) {
-  sql::Stmt ins(
-      db_,
-      "INSERT INTO jobs(id, spec, user, submit_time, state, start_time, end_time, exit_code, reason, "
-      "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  if (!statements_) statements_ = std::make_unique<Statements>(db_);
+  Statements& st = *statements_;
+  sql::Stmt& ins = st.ins;
+  ins.reset();
   for (const auto& r : b.inserts) {
     ins.bind(1, r.id).bind(2, jobs::to_json(r.spec).dump()).bind(3, r.spec.user).bind(4, r.submit_time);
     bind_mutable(ins, 5, r);
     ins.run();
   }
-  sql::Stmt upd(db_,
-                "UPDATE jobs SET state=?, start_time=?, end_time=?, exit_code=?, reason=?, gpus=?, nodes=?, "
-                "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=?, attempt=? WHERE id=?");
+  sql::Stmt& upd = st.upd;
+  upd.reset();
   for (const auto& r : b.updates) {
     bind_mutable(upd, 1, r);
     upd.bind(13, r.id).run();
   }
-  sql::Stmt node(db_, "INSERT OR REPLACE INTO nodes(name, health, reason) VALUES (?,?,?)");
+  sql::Stmt& node = st.node;
+  node.reset();
   for (const auto& n : b.nodes)
     node.bind(1, n.name).bind(2, sched::to_string(n.health)).bind(3, n.reason).run();
-  sql::Stmt ev(db_, "INSERT INTO events(subject, time, actor, what) VALUES (?,?,?,?)");
+  sql::Stmt& ev = st.ev;
+  ev.reset();
   for (const auto& e : b.events) ev.bind(1, e.subject).bind(2, e.time).bind(3, e.actor).bind(4, e.what).run();
   if (b.metrics.empty()) return;
-  sql::Stmt m(db_, "INSERT INTO metrics(job, alloc, key, time, data) VALUES (?,?,?,?,?)");
+  sql::Stmt& m = st.metric;
+  m.reset();
   for (const auto& s : b.metrics)
     m.bind(1, s.job)
         .bind(2, s.alloc)

@@ -36,12 +36,14 @@ class SqliteStateStore final : public StateStore {
   Result<std::vector<MetricSample>> metrics(JobId job, int limit) override;
 
  private:
-  explicit SqliteStateStore(sqlite3* db) : db_(db) {}
+  struct Statements;  // the commit path's statements, prepared once
+  explicit SqliteStateStore(sqlite3* db);
   void migrate(int target_version);
   void write(const WriteBatch& batch);
 
   sqlite3* db_;
   int version_ = 0;
+  std::unique_ptr<Statements> statements_;  // after migrate(): prepared against the latest schema
 };
 
 }  // namespace railyard::store

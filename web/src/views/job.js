@@ -1,7 +1,7 @@
-// Job detail: placement (nodes, GPUs, leaves used vs the minimum, any cost-model estimate the API
-// gives), the quality curve from MLLOG (eval_accuracy vs wall time since run_start, with the target
-// line), throughput, time-to-train, events and the last log lines. The metrics, events and logs routes
-// are optional: a daemon without them shows "not available" for that part.
+// Job detail: placement (nodes, GPUs, leaves used vs the minimum, the API's cost-model estimate of a
+// 1 GiB allreduce over them), the quality curve from MLLOG (eval_accuracy vs wall time since run_start,
+// with the target line), throughput, time-to-train, events and the last log lines. The metrics, events
+// and logs routes are optional: a daemon without them shows "not available" for that part.
 
 import {get, getOptional, getToken, query} from '../api.js';
 import {lineChart} from '../charts.js';
@@ -54,6 +54,17 @@ function logText(res) {
   return JSON.stringify(res);
 }
 
+// The API's cost-model estimate (GET /jobs/ID only) as one line, like `railyard show`.
+function estimateText(e) {
+  if (!e) return 'none';
+  if (!(e.seconds > 0)) return 'one GPU: no allreduce traffic';
+  const size = e.allreduce_bytes >= 2 ** 30 ? `${e.allreduce_bytes / 2 ** 30} GiB` : `${e.allreduce_bytes} B`;
+  const time = e.seconds < 1 ? `${(e.seconds * 1000).toFixed(1)} ms` : `${e.seconds.toFixed(2)} s`;
+  const slowest = e.bottleneck_gbits_s == null ? '' : `, slowest link ${Math.round(e.bottleneck_gbits_s)} Gb/s`;
+  return `${size} in ${time} (${e.algorithm || 'ring'}, bus ${e.bus_gbytes_s.toFixed(1)} GB/s${slowest}, ` +
+         `within one ${e.span}${e.rail_aligned === false ? ', rails crossed' : ''})`;
+}
+
 function kv(rows) {
   return h('table', {class: 'kv'}, rows.filter(Boolean).map(([k, v]) => h('tr', {}, h('th', {text: k}),
                                                                           h('td', {}, v ?? ''))));
@@ -92,13 +103,12 @@ export function mount(root, {args}) {
           ['exit code', job.exit_code ?? ''], ['reason', job.reason ?? ''],
           job.estimated_start ? ['estimated start', fmtTime(job.estimated_start)] : null,
           ['time-to-train', h('b', {id: 'ttt', text: job.time_to_train_s != null ? fmtDuration(job.time_to_train_s) : 'not reached'})]]));
-    const estimates = Object.entries(job).filter(([k]) => /estimate|allreduce|cost/.test(k) && k !== 'estimated_start');
     const gpuText = (job.gpu_ids || []).map((g) => (typeof g === 'object' ? `${g.gpu}:${g.mig}` : String(g))).join(', ');
     placement.replaceChildren(h('h2', {text: 'Placement'}), job.nodes && job.nodes.length ? kv([
       ['nodes', (job.nodes || []).join(', ')],
       ['GPU ids', gpuText],
       ['leaf switches', job.leaves_spanned == null ? '' : `${job.leaves_spanned} used, ${job.min_leaves} minimum`],
-      ...estimates.map(([k, v]) => [k, typeof v === 'object' ? JSON.stringify(v) : String(v)]),
+      ['allreduce estimate', h('span', {id: 'estimate', text: estimateText(job.estimate)})],
     ]) : h('p', {class: 'muted', text: 'not placed yet'}));
   };
 
@@ -198,7 +208,9 @@ export function mount(root, {args}) {
   const offs = [
     live.on('job', (msg) => {
       if (!msg.job || msg.job.id !== id) return;
-      job = msg.job;
+      // The stream's job has no estimate: keep the last one while the placement is the same.
+      const same = job && JSON.stringify(job.gpu_ids) === JSON.stringify(msg.job.gpu_ids);
+      job = {...msg.job, estimate: msg.job.estimate ?? (same ? job.estimate : null)};
       renderHead();
       reloadExtras();
     }),

@@ -1,11 +1,10 @@
-// Jobs: one page of the queue at a time, read with the API's cursor paging (`limit`, `after`) so the
-// page costs the same with 100 or 100,000 jobs in history. The API pages by ascending id; the newest
-// page is found by galloping on `after` for the highest id (about 2·log2(n) one-row requests), and
-// "previous" by reading a window below the page's first id. State and user filter on the server;
-// the name filter and column sorting apply to the page shown. Live: rows update in place from the
-// watch stream, and new jobs are appended while the last page is shown.
+// Jobs: one page of the queue at a time, read with the API's cursor paging (`limit` with `after`, or
+// `order=desc` with `before`) so a page is one request and costs the same with 100 or 100,000 jobs in
+// history; the view opens on the newest page. State and user filter on the server; the name filter and
+// column sorting apply to the page shown. Live: rows update in place from the watch stream, and new
+// jobs are appended while the newest page is shown.
 
-import {get, parseMetrics, query} from '../api.js';
+import {get, query} from '../api.js';
 import {coalesce, fmtDuration, h, now, stateClass} from '../dom.js';
 import * as live from '../live.js';
 
@@ -30,94 +29,48 @@ const kColumns = [
   {key: 'reason', label: 'Reason', value: (j) => j.reason || ''},
 ];
 
+// A page of jobs, held in ascending id order. "Newest" and "older" read newest first (`order=desc`,
+// `before=`); "oldest" and "newer" read oldest first (`after=`): each move is one request.
 class Pager {
   constructor(filters, limit) {
     this.filters = filters;
     this.limit = limit;
     this.jobs = [];
-    this.hasNext = false;
-    this.hasPrev = false;
+    this.hasNext = false;  // newer jobs exist
+    this.hasPrev = false;  // older jobs exist
   }
 
-  fetch(after, limit) {
-    return get('/jobs' + query({...this.filters, limit, after: after || undefined}));
+  fetch(params) {
+    return get('/jobs' + query({...this.filters, limit: this.limit, ...params}));
   }
 
-  async first() { return this.from(0); }
-
+  // Jobs above `after`, oldest first.
   async from(after) {
-    const page = await this.fetch(after, this.limit);
+    const page = await this.fetch({after: after || undefined});
     this.jobs = page.jobs;
     this.hasNext = page.next_after !== null;
     this.hasPrev = after > 0;
   }
 
-  async next() {
-    if (this.jobs.length) await this.from(this.jobs[this.jobs.length - 1].id);
+  // Jobs below `before` (all when undefined), newest first.
+  async below(before) {
+    const page = await this.fetch({order: 'desc', before});
+    this.jobs = page.jobs.reverse();
+    this.hasPrev = page.next_before !== null;
+    this.hasNext = before !== undefined;
   }
 
-  // The highest job id matching the filters. Unfiltered, ids are dense from 1 unless jobs were removed,
-  // so the sum of the per-state counts in /metrics is usually the answer (two one-row reads confirm
-  // it); otherwise gallop up from the first id and bisect.
-  async maxId() {
-    const exists = async (after) => (await this.fetch(after, 1)).jobs.length > 0;
-    if (!this.filters.state && !this.filters.user) {
-      const m = parseMetrics(await get('/metrics').catch(() => ''));
-      const total = Object.entries(m).filter(([k]) => k.startsWith('railyard_jobs{state='))
-        .reduce((a, [, v]) => a + v, 0);
-      if (total > 0) {
-        const [below, above] = await Promise.all([exists(total - 1), exists(total)]);
-        if (below && !above) return total;
-      }
-    }
-    const firstPage = await this.fetch(0, 1);
-    if (!firstPage.jobs.length) return 0;
-    let lo = firstPage.jobs[0].id - 1;  // a job above lo exists
-    let step = 1024;
-    while (await exists(lo + step)) { lo += step; step *= 2; }
-    let hi = lo + step;                // no job above hi
-    while (hi - lo > 1) {
-      const mid = Math.floor((lo + hi) / 2);
-      if (await exists(mid)) lo = mid; else hi = mid;
-    }
-    return hi;
-  }
+  first() { return this.from(0); }
+  last() { return this.below(undefined); }
+  async next() { if (this.jobs.length) await this.from(this.jobs[this.jobs.length - 1].id); }
+  async prev() { if (this.jobs.length) await this.below(this.jobs[0].id); }
 
-  // The last `limit` jobs with id < bound, reading windows of growing size below the bound.
-  async before(bound) {
-    let window = this.limit;
-    for (let tries = 0; ; tries++) {
-      const after = Math.max(0, bound - 1 - window);
-      const page = await this.fetch(after, Math.min(10000, window));
-      const got = page.jobs.filter((j) => j.id < bound);
-      if (got.length >= this.limit || after === 0 || tries >= 6) {
-        this.jobs = got.slice(-this.limit);
-        this.hasPrev = after > 0 || got.length > this.limit;
-        this.hasNext = true;
-        return;
-      }
-      window *= 4;
-    }
-  }
-
-  async last() {
-    const max = await this.maxId();
-    await this.before(max + 1);
-    this.hasNext = false;
-  }
-
-  async prev() {
-    if (this.jobs.length) await this.before(this.jobs[0].id);
-  }
-
-  // Re-read the page shown (polling mode); at the end, follow new jobs.
+  // Re-read the page shown (polling mode); at the newest end, follow new jobs.
   async reload() {
-    if (!this.jobs.length) return this.last();
-    const atEnd = !this.hasNext;
+    if (!this.jobs.length || !this.hasNext) return this.last();
     const hasPrev = this.hasPrev;
     await this.from(this.jobs[0].id - 1);
     this.hasPrev = hasPrev;
-    if (atEnd && this.hasNext) await this.last();
   }
 }
 

@@ -1,7 +1,9 @@
 // Overview: GPUs busy/free/down, jobs by state, queue wait, utilization over time. The utilization
-// series is sampled by this page (the API keeps no history) and kept in sessionStorage for the tab.
+// series starts with the last hour the daemon derives from its job history (`/utilization`, read once
+// per mount; skipped on a daemon without it), then goes on with samples taken by this page, kept in
+// sessionStorage for the tab.
 
-import {get, parseMetrics, query} from '../api.js';
+import {get, getOptional, parseMetrics, query} from '../api.js';
 import {lineChart} from '../charts.js';
 import {debounce, fmtDuration, h, now} from '../dom.js';
 import * as live from '../live.js';
@@ -12,6 +14,20 @@ const kMaxSamples = 3600;
 function loadSamples() {
   try { return JSON.parse(sessionStorage.getItem(KEY)) || []; } catch { return []; }
 }
+
+// The daemon's history of the last hour before the page's first sample: [[t, busy %], ...] at 10 s
+// steps (t: the step's start).
+async function history(samples) {
+  const since = Math.floor(now()) - kHistorySeconds;
+  const until = Math.floor(samples.length ? samples[0][0] : now());
+  if (until - since < 10) return [];
+  const res = await getOptional('/utilization' + query({since, until, step: 10})).catch(() => null);
+  if (!res || !res.gpus || !Array.isArray(res.samples)) return [];
+  // Idle steps before the first busy one are left out (the daemon may not have run then).
+  const first = res.samples.findIndex(([, busy]) => busy > 0);
+  return first < 0 ? [] : res.samples.slice(Math.max(0, first - 1)).map(([t, busy]) => [t, (100 * busy) / res.gpus]);
+}
+const kHistorySeconds = 3600;
 
 function card(label, value, cls) {
   return h('div', {class: `card ${cls || ''}`}, h('div', {class: 'value', text: value}),
@@ -50,9 +66,11 @@ export function mount(root) {
   let chart = null;
   let stopped = false;
 
+  let seeded = null;  // the history read, once
   const refresh = async () => {
+    if (!seeded) seeded = history(samples).then((past) => { samples = [...past, ...samples]; });
     let s;
-    try { s = await summary(); } catch (e) {
+    try { [s] = await Promise.all([summary(), seeded]); } catch (e) {
       cards.replaceChildren(h('p', {class: 'error', text: `cannot read the API: ${e.message}`}));
       return;
     }
