@@ -5,7 +5,7 @@
 #   - the dashboard's Jobs page   GET /api/v1/jobs?order=desc&limit=100
 #   - the nodes list              GET /api/v1/nodes
 #   - the CLI                     railyard queue --all (wall time of the command)
-# each every PROBE seconds. Prints p50/p99/max per probe, jobs/s end to end, and the scheduler's RSS sampled
+# each every PROBE seconds, and the answer time of each batch POST ("batch"). Prints p50/p99/max per probe, jobs/s end to end, and the scheduler's RSS sampled
 # every second (start, peak, end) and CPU seconds.
 #
 #   bench/load_run.sh [BUILD_DIR]     (default build/release)
@@ -69,7 +69,8 @@ while ((sent < JOBS)); do
   jq -nc --argjson n "$n" --arg w "$WORK" --arg s "$SLEEP" \
     '{jobs: [range($n) | {name: "load", gpus: (if . % 10 == 0 then 8 else 1 end), launcher: "env",
                           command: ["sleep", $s], workdir: $w, time_limit: "10m"}]}' >"$WORK/batch.json"
-  curl -sf -H "Authorization: Bearer $T" --data-binary "@$WORK/batch.json" "$S/jobs:batch" >/dev/null
+  curl -sf -o /dev/null -w '%{time_total}\n' -H "Authorization: Bearer $T" --data-binary "@$WORK/batch.json" \
+    "$S/jobs:batch" >>"$WORK/p_batch"
   sent=$((sent + n))
   sleep "$INTERVAL"
 done
@@ -87,12 +88,12 @@ done_n=$(curl -sf "$RAILYARD_URL/metrics" | awk '$1 == "railyard_jobs{state=\"CO
 other=$(curl -sf "$RAILYARD_URL/metrics" | awk '$1 ~ /^railyard_jobs\{state="(FAILED|CANCELLED|TIMEOUT|NODE_FAIL)"\}/ {s += $2} END {print s + 0}')
 
 pct() {  # pct FILE: "p50 p99 max" in ms, and the count
-  sort -g "$1" | awk '{v[NR] = $1} END {printf "%.1f %.1f %.1f %d", v[int(NR * 0.5) + 1] * 1000, v[int(NR * 0.99) + 1] * 1000, v[NR] * 1000, NR}'
+  sort -g "$1" | awk '{v[NR] = $1} END {printf "%.1f %.1f %.1f %d\n", v[int(NR * 0.5) + 1] * 1000, v[int(NR * 0.99) + 1] * 1000, v[NR] * 1000, NR}'
 }
 echo "submitted $JOBS in $(printf %.1f "$t_sub") s; all terminal after $(printf %.1f "$wall") s:" \
   "$done_n COMPLETED, $other other; $(printf %.0f "$(echo "$done_n / $wall" | bc -l)") jobs/s end to end"
 echo "| probe | p50 ms | p99 ms | max ms | samples |"
 echo "|---|---|---|---|---|"
-for p in jobs nodes cli; do read -r a b c d < <(pct "$WORK/p_$p"); echo "| $p | $a | $b | $c | $d |"; done
+for p in jobs nodes cli batch; do read -r a b c d < <(pct "$WORK/p_$p"); echo "| $p | $a | $b | $c | $d |"; done
 peak=$(sort -g "$WORK/rss" | tail -1)
 echo "scheduler RSS MiB: start $rss_start, peak $peak, end $(rss); CPU s over the run: $(echo "$(cpu) - $cpu_start" | bc)"
