@@ -4,7 +4,7 @@
 # SLEEP` jobs, every 10th a whole 8-GPU node), while a probe measures what a user sees:
 #   - the dashboard's Jobs page   GET /api/v1/jobs?order=desc&limit=100
 #   - the nodes list              GET /api/v1/nodes
-#   - the CLI                     railyard queue --all (wall time of the command)
+#   - the CLI                     railyard show 1, and railyard queue --state RUNNING (wall time of each command)
 # each every PROBE seconds, and the answer time of each batch POST ("batch"). Prints p50/p99/max per probe, jobs/s end to end, and the scheduler's RSS sampled
 # every second (start, peak, end) and CPU seconds.
 #
@@ -55,8 +55,10 @@ PIDS+=($!)
 (while :; do
    curl -s -o /dev/null -w '%{time_total}\n' "$S/jobs?order=desc&limit=100" >>"$WORK/p_jobs"
    curl -s -o /dev/null -w '%{time_total}\n' "$S/nodes" >>"$WORK/p_nodes"
-   a=$(now); railyard queue --all --url "$RAILYARD_URL" >/dev/null 2>&1 || true
-   echo "$(now) - $a" | bc >>"$WORK/p_cli"
+   a=$(now); railyard show 1 --url "$RAILYARD_URL" >/dev/null 2>&1 || true
+   echo "$(now) - $a" | bc >>"$WORK/p_cli_show"
+   a=$(now); railyard queue --state RUNNING --url "$RAILYARD_URL" >/dev/null 2>&1 || true
+   echo "$(now) - $a" | bc >>"$WORK/p_cli_queue"
    sleep "$PROBE"
  done) &
 PIDS+=($!)
@@ -94,6 +96,6 @@ echo "submitted $JOBS in $(printf %.1f "$t_sub") s; all terminal after $(printf 
   "$done_n COMPLETED, $other other; $(printf %.0f "$(echo "$done_n / $wall" | bc -l)") jobs/s end to end"
 echo "| probe | p50 ms | p99 ms | max ms | samples |"
 echo "|---|---|---|---|---|"
-for p in jobs nodes cli batch; do read -r a b c d < <(pct "$WORK/p_$p"); echo "| $p | $a | $b | $c | $d |"; done
+for p in jobs nodes cli_show cli_queue batch; do read -r a b c d < <(pct "$WORK/p_$p"); echo "| $p | $a | $b | $c | $d |"; done
 peak=$(sort -g "$WORK/rss" | tail -1)
 echo "scheduler RSS MiB: start $rss_start, peak $peak, end $(rss); CPU s over the run: $(echo "$(cpu) - $cpu_start" | bc)"
