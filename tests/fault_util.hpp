@@ -91,7 +91,8 @@ struct AgentOptions {
   std::vector<std::string> prefix;
 };
 
-inline std::unique_ptr<ChildProcess> start_agent(const AgentOptions& o) {
+// `extra` flags go after the standard ones (e.g. {"--ca-file", PATH}).
+inline std::unique_ptr<ChildProcess> start_agent_with(const AgentOptions& o, const std::vector<std::string>& extra) {
   std::vector<std::string> args(o.prefix.begin(), o.prefix.end());
   const std::string bin = args.empty() ? o.bin : args.front();
   if (!args.empty()) {
@@ -105,8 +106,11 @@ inline std::unique_ptr<ChildProcess> start_agent(const AgentOptions& o) {
         std::string("1"), std::string("--min-free-mb"), std::string("0"), std::string("--reconnect-max"),
         std::string("1")})
     args.push_back(a);
+  args.insert(args.end(), extra.begin(), extra.end());
   return std::make_unique<ChildProcess>(bin, args, o.log);
 }
+
+inline std::unique_ptr<ChildProcess> start_agent(const AgentOptions& o) { return start_agent_with(o, {}); }
 
 // Registered agent nodes, from the scheduler's Prometheus text.
 inline int connected_nodes(HttpClient& c) {

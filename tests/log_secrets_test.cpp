@@ -4,23 +4,10 @@
 // for them.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-#include <thread>
-
-#include "tests/daemon_client.hpp"
+#include "tests/fault_util.hpp"
 
 namespace railyard::testing {
 namespace {
-
-using namespace std::chrono_literals;
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(LogSecrets, TokensNeverAppearInTheSchedulerLog) {
   TempDir d;
@@ -33,14 +20,14 @@ TEST(LogSecrets, TokensNeverAppearInTheSchedulerLog) {
                       "--web-root", "none"},
                      log);
   int port = 0;
-  for (auto end = std::chrono::steady_clock::now() + 30s; port == 0 && std::chrono::steady_clock::now() < end;) {
-    const std::string text = read_all(log);
-    if (const size_t at = text.find("listening on "); at != std::string::npos && text.find('\n', at) != std::string::npos)
-      port = std::atoi(text.c_str() + text.find(':', at + 13) + 1);
-    else
-      std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_GT(port, 0) << read_all(log);
+  until([&] {
+    const std::string text = read_small(log);
+    const size_t at = text.find("listening on ");
+    if (at == std::string::npos || text.find('\n', at) == std::string::npos) return false;
+    port = std::atoi(text.c_str() + text.find(':', at + 13) + 1);
+    return true;
+  });
+  ASSERT_GT(port, 0) << read_small(log);
 
   const std::string wrong = "ry_" + std::string(40, 'x');
   const std::string odd = "not-even-a-railyard-token-0123456789";
@@ -61,7 +48,7 @@ TEST(LogSecrets, TokensNeverAppearInTheSchedulerLog) {
   }
   EXPECT_EQ(c.request("GET", "/api/v1/whoami", "", wrong).status, 401);
   sched.stop(SIGTERM);
-  const std::string text = read_all(log);
+  const std::string text = read_small(log);
   EXPECT_NE(text.find("listening on"), std::string::npos);  // the log is the daemon's
   EXPECT_NE(text.find("by root"), std::string::npos) << text;  // actions are logged, with the user
   for (const std::string& token : {admin, user, wrong, odd})

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/cli_test_util.hpp"
+#include "tests/fault_util.hpp"
 
 namespace railyard::testing {
 namespace {
@@ -21,22 +22,20 @@ constexpr const char* kTwoNodes = R"({"name": "two", "nodes": [{"names": "n[1-2]
   "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n1"}, {"name": "leaf2", "level": "leaf", "nodes": "n2"},
                {"name": "spine", "level": "spine", "children": ["leaf1", "leaf2"]}]})";
 
-int sh(const std::string& command) { return std::system(command.c_str()); }
-
 // A CA, and a server certificate it signs for 127.0.0.1 and localhost; `other` is an unrelated CA.
 void make_certificates(const TempDir& d) {
   const std::string q = " 2>/dev/null";
-  ASSERT_EQ(sh("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=railyard-test-ca -keyout " +
+  ASSERT_EQ(shell("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=railyard-test-ca -keyout " +
                d.file("ca.key") + " -out " + d.file("ca.pem") + q),
             0);
-  ASSERT_EQ(sh("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca -keyout " +
+  ASSERT_EQ(shell("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca -keyout " +
                d.file("other.key") + " -out " + d.file("other.pem") + q),
             0);
   std::ofstream(d.file("san.ext")) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-  ASSERT_EQ(sh("openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + d.file("server.key") +
+  ASSERT_EQ(shell("openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + d.file("server.key") +
                " -out " + d.file("server.csr") + q),
             0);
-  ASSERT_EQ(sh("openssl x509 -req -days 2 -in " + d.file("server.csr") + " -CA " + d.file("ca.pem") +
+  ASSERT_EQ(shell("openssl x509 -req -days 2 -in " + d.file("server.csr") + " -CA " + d.file("ca.pem") +
                " -CAkey " + d.file("ca.key") + " -CAcreateserial -extfile " + d.file("san.ext") + " -out " +
                d.file("server.pem") + q),
             0);
@@ -65,25 +64,16 @@ class Tls : public ::testing::Test {
   CliResult cli(const std::vector<std::string>& args) { return run_cli(RAILYARD_BIN, args, env_); }
 
   std::unique_ptr<ChildProcess> agent(const std::string& node, const std::string& ca_file) {
-    std::vector<std::string> args = {"--scheduler", url_, "--secret-file", dir_.file("secret"), "--node", node,
-                                     "--emulate", "dgx-h100", "--state-dir", dir_.file("agent-" + node),
-                                     "--allow-root-jobs", "--grace", "1", "--min-free-mb", "0",
-                                     "--reconnect-max", "1"};
-    if (!ca_file.empty()) args.insert(args.end(), {"--ca-file", ca_file});
-    return std::make_unique<ChildProcess>(RAILYARD_AGENT_BIN, args, dir_.file("agent-" + node + ".log"));
+    auto options = AgentOptions{RAILYARD_AGENT_BIN, url_, dir_.file("secret"), node, dir_.file("agent-" + node),
+                                dir_.file("agent-" + node + ".log"), {}};
+    return start_agent_with(options, ca_file.empty() ? std::vector<std::string>{}
+                                                    : std::vector<std::string>{"--ca-file", ca_file});
   }
 
-  std::string agent_log(const std::string& node) {
-    std::ifstream in(dir_.file("agent-" + node + ".log"));
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
+  std::string agent_log(const std::string& node) { return read_small(dir_.file("agent-" + node + ".log")); }
 
   bool wait_for_log(const std::string& node, const std::string& text, std::chrono::seconds limit) {
-    for (auto end = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < end;) {
-      if (agent_log(node).find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return agent_log(node).find(text) != std::string::npos;
+    return until([&] { return agent_log(node).find(text) != std::string::npos; }, limit);
   }
 
   TempDir dir_;
