@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Submit throughput of railyard-scheduler (issue 5): single submits over keep-alive with 1, 8 and 32
-# clients, and jobs/s through POST /jobs:batch. Each run gets a fresh daemon and database on a generated
+# clients and with one pipelining client, and jobs/s through POST /jobs:batch. Each run gets a fresh daemon and database on a generated
 # SuperPOD. daemon_load also prints how long GET /api/v1/health took meanwhile (the event loop's stalls).
 #
 #   bench/bench_submit.sh [BUILD_DIR] [SECONDS]        (default build/daemon-rel, 10 s per run)
@@ -45,10 +45,10 @@ pass_time() {
   rm -rf "$dir"
 }
 
-run() {  # run CLIENTS MODE [BATCH_SIZE]
+run() {  # run CLIENTS MODE [BATCH_SIZE] [PIPELINE]
   local dir pid port token
   start
-  "$LOAD" "$port" "$token" "$1" "$SECS" "$2" "${3:-1000}"
+  "$LOAD" "$port" "$token" "$1" "$SECS" "$2" "${3:-1000}" "${4:-1}"
   curl -s "http://127.0.0.1:$port/metrics" | grep -E '^railyard_(submit_commits_total|scheduling_pass_seconds_count|scheduling_last_pass_seconds|queue_length) ' | tr '\n' ' '
   echo
   kill "$pid"; wait "$pid" || true
@@ -58,7 +58,9 @@ run() {  # run CLIENTS MODE [BATCH_SIZE]
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -m), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); dgx-h100-superpod x $([ "${3:-}" = pass ] && echo "${SUS_PASS:-32}" || echo "$SUS") SUs; $SECS s per run"
 if [ "${3:-}" = pass ]; then pass_time; exit; fi
 run 1 single
+run 1 single 1 32   # one connection, 32 requests in flight (HTTP/1.1 pipelining)
 run 8 single
 run 32 single
 run 1 batch 1000
+run 1 batch 1000 4
 run 4 batch 1000

@@ -36,74 +36,21 @@ for p in railyard railyard-scheduler railyard-agent sbatch slurmctld curl; do
   command -v "$p" >/dev/null || { echo "vs-slurm: $p not found (build $BUILD?)" >&2; exit 3; }
 done
 SDIR=${USE_SLURM:-$WORK/slurm} RDIR=$WORK/railyard
-cleanup() {
-  [[ -n "$USE_SLURM" ]] || "$here/slurm/stop.sh" "$SDIR" 2>/dev/null || true
-  railyard down --state-dir "$RDIR" --grace 3 >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
 log() { echo "vs-slurm: $*" >&2; }
+# Bringing both up, stopping them, counting their active jobs: shared with bench/placement-replay.sh.
+# shellcheck source-path=SCRIPTDIR
+. "$here/lib/side-by-side.sh"
+trap sbs_down EXIT
 
 # --- process accounting -----------------------------------------------------------------------------------
 ticks=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$ticks" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }  # utime+stime
 hwm_mb() { awk '/^VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 reset_hwm() { echo 5 > "/proc/$1/clear_refs" 2>/dev/null || true; }
-now() { date +%s.%N; }
 
 # --- bring up both clusters --------------------------------------------------------------------------------
-NODES=
-if [[ -n "$USE_SLURM" ]]; then
-  NODE_TRIES=$(grep -c '^slurmd ' "$SDIR/pids")
-  setup_slurm() { echo "slurm up: $1/$1 (already running)"; }
-else
-  setup_slurm() { timeout 600 "$here/slurm/setup.sh" "$SDIR" "$1" "$LEAF"; }
-fi
-for n in $NODE_TRIES; do
-  log "trying $n nodes"
-  t_setup=$(now)
-  if setup_slurm "$n" > "$WORK/slurm-setup.log" 2>&1 &&
-    grep -q "slurm up: $n/$n" "$WORK/slurm-setup.log"; then
-    export SLURM_CONF=$SDIR/slurm.conf
-    log "slurm up with $n nodes in $(awk -v a="$t_setup" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s;" \
-      "slurmd RSS total $(pgrep -x slurmd | xargs -I{} awk '/^VmRSS/ { s += $2 } END { print s + 0 }' /proc/{}/status 2>/dev/null | awk '{ s += $1 } END { printf "%.0f MB", s / 1024 }')"
-    if env_lines=$(railyard up --nodes "$n" --profile dgx-h100 --leaf-size "$LEAF" --state-dir "$RDIR" --port 0 \
-      --emulate-nodes 128 --no-config --timeout 120 2> "$WORK/railyard-up.log"); then
-      eval "$env_lines"
-      NODES=$n
-      break
-    fi
-    log "railyard up failed with $n nodes: $(tail -1 "$WORK/railyard-up.log")"
-    railyard down --state-dir "$RDIR" --grace 3 >/dev/null 2>&1 || true
-  else
-    log "slurm did not come up with $n nodes: $(tail -1 "$WORK/slurm-setup.log")"
-  fi
-  [[ -n "$USE_SLURM" ]] || "$here/slurm/stop.sh" "$SDIR"
-done
-[[ -n "$NODES" ]] || { log "no node count came up"; exit 1; }
-CTLD=$(cat "$SDIR/slurmctld.pid")
-SCHED=$(awk '$1 == "scheduler" { print $2 }' "$RDIR/pids" 2>/dev/null | head -1)
-[[ -n "$SCHED" ]] || SCHED=$(pgrep -n -f "railyard-scheduler .*--db $RDIR/railyard.db")
-API=$RAILYARD_URL/api/v1
-AUTH=(-H "Authorization: Bearer $RAILYARD_TOKEN")
+sbs_up "$NODE_TRIES" || { log "no node count came up"; exit 1; }
 log "both up: $NODES nodes (leaf $LEAF); slurmctld pid $CTLD, railyard-scheduler pid $SCHED; work dir $WORK"
-
-# --- waiting for completion ---------------------------------------------------------------------------------
-slurm_active() { squeue -h -o %i -r 2>/dev/null | wc -l; }
-ry_active() {
-  curl -s "$RAILYARD_URL/metrics" |
-    awk '/^railyard_jobs\{state="(PENDING|STARTING|RUNNING|HELD|COMPLETING|SUSPENDED)"\}/ { n += $2 } END { print n + 0 }'
-}
-ry_state() { curl -s "$RAILYARD_URL/metrics" | awk -v s="$1" '$1 == "railyard_jobs{state=\"" s "\"}" { print $2 + 0 }'; }
-wait_drained() {  # wait_drained FN START -> prints seconds from START until FN reports 0 active, or "timeout"
-  local fn=$1 start=$2 deadline
-  deadline=$(($(date +%s) + E2E_TIMEOUT))
-  while (($(date +%s) < deadline)); do
-    if (($($fn) == 0)); then awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; return; fi
-    sleep 0.2
-  done
-  log "$fn: $($fn) jobs still not finished after $E2E_TIMEOUT s"
-  echo timeout
-}
 
 # --- the four runs per N -------------------------------------------------------------------------------------
 slurm_single() { for ((i = 0; i < $1; i++)); do sbatch -Q --gres=gpu:1 -o /dev/null --wrap true; done; }
@@ -126,7 +73,7 @@ measure() {  # measure SYSTEM FORM N PID SUBMIT_FN ACTIVE_FN
   c0=$(cpu_s "$pid"); t0=$(now)
   "$submit" "$n" || log "$sys $form $n: submitting failed"
   t1=$(now)
-  e2e=$(wait_drained "$active" "$t0")
+  e2e=$(wait_drained "$active" "$t0" "$E2E_TIMEOUT")
   c1=$(cpu_s "$pid")
   awk -v s="$sys" -v f="$form" -v n="$n" -v t0="$t0" -v t1="$t1" -v e="$e2e" -v c0="$c0" -v c1="$c1" -v m="$(hwm_mb "$pid")" '
     BEGIN { sub_s = t1 - t0; cpu = c1 - c0

@@ -17,8 +17,7 @@ namespace railyard::cli {
 void add_topo_commands(CLI::App& app);
 // railyard sim (sim_cmd.cpp).
 void add_sim_commands(CLI::App& app);
-// railyard submit, queue, show, cancel, hold, release, history, logs, watch (job_*.cpp).
-void add_job_commands(CLI::App& app);
+// railyard submit, queue, show, cancel, hold, release, history, logs, watch: job_util.hpp (job_*.cpp).
 // railyard nodes, drain, resume, node remove, token create (node_cmds.cpp).
 void add_node_commands(CLI::App& app);
 // railyard up, down (up_cmd.cpp, local_cluster.cpp).

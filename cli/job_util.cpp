@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "cli/cli_util.hpp"
-#include "cli/commands.hpp"
 
 namespace railyard::cli {
 
@@ -48,16 +47,6 @@ std::vector<nlohmann::json> list_jobs(Api& api, const std::string& query) {
 
 void sleep_for_seconds(double seconds) {
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
-}
-
-}  // namespace railyard::cli
-
-namespace railyard::cli {
-
-void add_job_commands(CLI::App& app) {
-  add_submit_command(app);
-  add_job_read_commands(app);
-  add_stream_commands(app);
 }
 
 }  // namespace railyard::cli

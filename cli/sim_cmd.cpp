@@ -41,6 +41,7 @@ struct SimCmdOptions {
   std::string jobs_out;
   std::string on_bad_row = "skip";
   int64_t pass_interval_s = 0;
+  int64_t compact_wait_s = sched::PolicyConfig{}.compact_wait_s;
   bool progress = false;
   int threads = 1;
   sim::CommParams comm;
@@ -153,6 +154,9 @@ void print_header(const SimCmdOptions& o, const topology::Cluster& cluster, cons
   std::cout << ", " << trace.skipped_rows << " rows skipped)\n";
   if (o.pass_interval_s > 0)
     std::cout << "passes   at most one per " << o.pass_interval_s << " s of virtual time\n";
+  const std::string wait =
+      o.compact_wait_s > 0 ? "waits up to " + std::to_string(o.compact_wait_s) + " s" : "off";
+  std::cout << "compact  " << wait << " for a placement on the fewest leaf groups\n";
   std::cout << '\n';
 }
 
@@ -160,6 +164,7 @@ void run_sim(const SimCmdOptions& o) {
   const auto wall_start = std::chrono::steady_clock::now();
   if (o.pass_interval_s < 0) fail_usage("--pass-interval must be >= 0");
   if (o.threads < 1) fail_usage("--threads must be >= 1");
+  if (o.compact_wait_s < 0) fail_usage("--compact-wait must be >= 0");
   for (double share : {o.comm.share_in_node, o.comm.share_multi_node})
     if (!(share >= 0 && share <= 1)) fail_usage("--comm-share-* must be between 0 and 1");
   if (!(o.comm.max_ratio >= 1)) fail_usage("--comm-max-ratio must be >= 1");
@@ -167,6 +172,7 @@ void run_sim(const SimCmdOptions& o) {
   for (const auto& name : o.policies) {
     auto p = sim::policy_by_name(name);
     if (!p) fail(p.error());
+    p->config.compact_wait_s = o.compact_wait_s;  // first-fit ignores it (no leaf-aware placement)
     policies.push_back(std::move(p).value());
   }
   const topology::Cluster cluster = build_cluster(o);
@@ -214,6 +220,10 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
       ->capture_default_str();
   cmd.add_option("--pass-interval", o.pass_interval_s,
                  "At most one scheduling pass per this many virtual seconds")
+      ->capture_default_str();
+  cmd.add_option("--compact-wait", o.compact_wait_s,
+                 "Seconds a multi-node job that fits now only on more leaf groups than its minimum waits for "
+                 "a placement on its minimum (0: off)")
       ->capture_default_str();
   cmd.add_flag("--progress", o.progress, "Progress on stderr even when it is not a terminal");
   cmd.add_option("--threads", o.threads, "Policies simulated at once")->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <climits>
 #include <exception>
 #include <set>
@@ -406,6 +407,107 @@ nlohmann::json to_json(const JobSpec& s) {
   };
   if (s.target) j["target"] = {{"metric", s.target->metric}, {"value", s.target->value}};
   return j;
+}
+
+namespace {
+
+// JSON text of `s` as nlohmann's dump() writes it: plain ASCII inline, anything else through the library
+// (UTF-8 checks and its escapes stay the library's).
+void put_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += json(s).dump();
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+void put_int(std::string& out, int64_t v) {
+  std::array<char, 24> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  out.append(buf.data(), end);
+}
+
+void put_strings(std::string& out, const std::vector<std::string>& v) {
+  out += '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    put_string(out, v[i]);
+  }
+  out += ']';
+}
+
+}  // namespace
+
+// Keys in the order dump() writes an object's (sorted), so the text is byte for byte the same.
+std::string to_json_text(const JobSpec& s) {
+  std::string out;
+  out.reserve(320);
+  out += "{\"afterok\":[";
+  for (size_t i = 0; i < s.afterok.size(); ++i) {
+    if (i) out += ',';
+    put_int(out, s.afterok[i]);
+  }
+  out += "],\"command\":";
+  put_strings(out, s.command);
+  out += ",\"env\":{";
+  bool first = true;
+  for (const auto& [k, v] : s.env) {
+    if (!first) out += ',';
+    first = false;
+    put_string(out, k);
+    out += ':';
+    put_string(out, v);
+  }
+  out += "},\"exclusive\":";
+  out += s.exclusive ? "true" : "false";
+  out += ",\"features\":";
+  put_strings(out, s.features);
+  out += ",\"gpu_type\":";
+  put_string(out, s.gpu_type);
+  out += ",\"gpus\":";
+  put_int(out, s.gpus);
+  out += ",\"gpus_per_node\":";
+  put_int(out, s.gpus_per_node);
+  out += ",\"kind\":";
+  put_string(out, to_string(s.kind));
+  out += ",\"launcher\":";
+  put_string(out, to_string(s.launcher));
+  out += ",\"layout\":";
+  put_string(out, to_string(s.layout));
+  out += ",\"mig\":";
+  put_string(out, s.mig);
+  out += ",\"name\":";
+  put_string(out, s.name);
+  out += ",\"nodes\":";
+  put_int(out, s.nodes);
+  out += ",\"priority\":";
+  put_int(out, s.priority);
+  out += ",\"project\":";
+  put_string(out, s.project);
+  out += ",\"qos\":";
+  put_string(out, to_string(s.qos));
+  out += ",\"replicas\":";
+  put_int(out, s.replicas);
+  out += ",\"requeue\":";
+  out += s.requeue ? "true" : "false";
+  if (s.target) {
+    out += ",\"target\":";
+    out += json{{"metric", s.target->metric}, {"value", s.target->value}}.dump();
+  }
+  out += ",\"time_limit\":";
+  put_int(out, s.time_limit_s);
+  out += ",\"user\":";
+  put_string(out, s.user);
+  out += ",\"workdir\":";
+  put_string(out, s.workdir);
+  out += '}';
+  return out;
 }
 
 std::span<const std::string_view> job_spec_fields() { return kFieldNames; }

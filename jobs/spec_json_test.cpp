@@ -245,5 +245,37 @@ TEST(SpecJson, FieldListMatchesToJson) {
   EXPECT_EQ(j.size(), job_spec_fields().size() - 1);
 }
 
+// to_json_text is what the daemon stores; it must equal the library's dump() byte for byte on every kind of
+// value: escapes, control characters, non-ASCII text, every enum, empty and full lists, negative numbers.
+TEST(SpecJson, TextEqualsDumpOfTheTree) {
+  std::vector<JobSpec> specs = {JobSpec{}, full_spec()};
+  JobSpec odd = full_spec();
+  odd.name = std::string("tab\there\x01\x1f\x7f") + "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93";  // "été ✓"
+  odd.env = {{"K\"ey", "v\\al"}, {"\xce\xbb", "/path with spaces"}};
+  odd.features = {};
+  odd.afterok = {1, 9'000'000'000};
+  odd.priority = -1000;
+  odd.time_limit_s = 7 * 24 * 3600;
+  odd.target = Target{"top1", 0.759};
+  specs.push_back(odd);
+  for (auto kind : {JobKind::kBatch, JobKind::kService})
+    for (auto layout : {Layout::kAuto, Layout::kPack, Layout::kSpread})
+      for (auto qos : {Qos::kHigh, Qos::kNormal, Qos::kScavenger})
+        for (auto launcher : {Launcher::kNone, Launcher::kEnv, Launcher::kMpi}) {
+          JobSpec s;
+          s.kind = kind;
+          s.layout = layout;
+          s.qos = qos;
+          s.launcher = launcher;
+          s.exclusive = launcher == Launcher::kMpi;
+          s.requeue = qos == Qos::kHigh;
+          specs.push_back(s);
+        }
+  for (const JobSpec& s : specs) EXPECT_EQ(to_json_text(s), to_json(s).dump());
+  JobSpec bad;
+  bad.name = "\xff\xfe";  // not UTF-8: refused like dump() refuses it
+  EXPECT_THROW(to_json_text(bad), nlohmann::json::type_error);
+}
+
 }  // namespace
 }  // namespace railyard::jobs

@@ -2,7 +2,8 @@
 //
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--heartbeat-timeout S]
-//                      [--reconcile-grace S] [--tls-cert PEM --tls-key PEM]
+//                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
+//                      [--tls-cert PEM --tls-key PEM]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin]
 //
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
@@ -54,6 +55,12 @@ int token_create(const std::string& db, const std::string& user, const std::stri
   return 0;
 }
 
+int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 int64_t wall_clock_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -98,6 +105,8 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   if (!cluster) return fail(cluster.error().message, 2);
   auto st = store::SqliteStateStore::open(config.db);
   if (!st) return fail(st.error().message);
+  auto submit_st = store::SqliteStateStore::open(config.db);  // submits commit on their own connection
+  if (!submit_st) return fail(submit_st.error().message);
   spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster->name(), cluster->node_count(),
                cluster->gpu_count(), config.db, (*st)->schema_version());
 
@@ -107,7 +116,12 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
                       server.post_after(delay, std::move(fn));
                     }};
   daemon::Service service(*cluster, std::move(*st), std::move(loop), wall_clock_seconds);
+  service.set_clock_ms(wall_clock_ms);
+  sched::PolicyConfig policy;
+  policy.compact_wait_s = config.compact_wait_s;
+  service.set_policy(policy);
   service.run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)
+  service.commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
   if (auto s = service.open(); !s) return fail(s.error().message);
   auto secret = read_secret(config.agent_secret_file);
   if (!secret) return fail(secret.error().message, 2);
@@ -119,6 +133,7 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   hub_options.heartbeat_interval_s = static_cast<int>(std::clamp<int64_t>(config.heartbeat_timeout_s / 3, 1, 5));
   hub_options.reconcile_grace_s =
       config.reconcile_grace_s >= 0 ? config.reconcile_grace_s : config.heartbeat_timeout_s;
+  hub_options.launch_timeout_s = config.launch_timeout_s;
   daemon::AgentHub hub(service, hub_options);
   hub.start();
   api::WatchHub watch(service, config.private_reads);
@@ -147,6 +162,7 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   });
   tick_every_second(server, hub);
   server.set_body_limit(&api::Router::body_limit);
+  server.set_concurrent(&api::Router::concurrent);
   if (config.tls_cert.empty() != config.tls_key.empty())
     return fail("--tls-cert and --tls-key go together", 2);
   if (!config.tls_cert.empty()) {
@@ -186,6 +202,14 @@ int main(int argc, char** argv) {
   app.add_option("--reconcile-grace", config.reconcile_grace_s,
                  "seconds after start before unregistered nodes are DOWN (default: the heartbeat timeout)")
       ->check(CLI::Range(0, 86400));
+  app.add_option("--launch-timeout", config.launch_timeout_s,
+                 "seconds a connected node may leave a launch order unanswered before the job fails (or is "
+                 "requeued); default 120")
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--compact-wait", config.compact_wait_s,
+                 "seconds a multi-node job that fits now only on more leaf groups than its minimum waits for a "
+                 "placement on its minimum, holding a reservation (0: off); default 300")
+      ->check(CLI::Range(0, 86400));
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain: serve HTTPS/WSS only (with --tls-key)");
   app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert");
 
@@ -207,6 +231,8 @@ int main(int argc, char** argv) {
                                                           {"agent_secret_file", "--agent-secret-file"},
                                                           {"heartbeat_timeout", "--heartbeat-timeout"},
                                                           {"reconcile_grace", "--reconcile-grace"},
+                                                          {"launch_timeout", "--launch-timeout"},
+                                                          {"compact_wait", "--compact-wait"},
                                                           {"tls_cert", "--tls-cert"},
                                                           {"tls_key", "--tls-key"}};
     for (const auto& [key, flag] : dashed)

@@ -261,6 +261,63 @@ TEST_F(AgentProtocolTest, RunningJobSurvivesASchedulerRestartAndCompletes) {
   EXPECT_EQ(job(c, id)["state"], "COMPLETED");
 }
 
+// A cancelled job whose nodes have not confirmed the kill keeps its GPUs across a scheduler restart: they
+// are not allocatable until the node that still runs it confirms (scheduler/API.md, GPU holds).
+TEST_F(AgentProtocolTest, GpusOfACancelledJobStayHeldAcrossARestartUntilTheKillIsConfirmed) {
+  auto gpus_free = [](HttpClient& c) {
+    const std::string m = c.request("GET", "/metrics").body;
+    const size_t at = m.find("\nrailyard_gpus_free ");
+    return at == std::string::npos ? -1 : std::atoi(m.c_str() + at + 20);
+  };
+  int64_t id = 0;
+  std::string alloc;
+  {
+    auto d = start();
+    FakeAgent a(d->port());
+    ASSERT_EQ(a.register_nodes({"n1", "n2"})["type"], "registered");
+    HttpClient c(d->port());
+    id = submit(c, 16);
+    alloc = std::to_string(id) + ".1";
+    ASSERT_FALSE(a.expect("launch").is_null());
+    for (const auto& n : {"n1", "n2"}) a.send(msg("launched", alloc, id, n));
+    ASSERT_EQ(wait_job(c, id, [](const json& j) { return j["state"] == "RUNNING"; })["state"], "RUNNING");
+    ASSERT_EQ(c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", token_).status, 200);
+    EXPECT_EQ(a.expect("kill")["alloc"], alloc);
+    EXPECT_EQ(gpus_free(c), 0);
+  }  // stopped before the agent confirmed
+  auto d = start();
+  HttpClient c(d->port());
+  EXPECT_EQ(job(c, id)["state"], "CANCELLED");
+  EXPECT_EQ(gpus_free(c), 0) << "the hold was reloaded";
+  FakeAgent a(d->port());
+  json running = {{"n1", {{{"alloc", alloc}, {"job", id}}}}};  // n2's part ended while the scheduler was away
+  json reg = a.register_nodes({"n1", "n2"}, running);
+  ASSERT_EQ(reg["kill"].size(), 1u);
+  EXPECT_EQ(reg["kill"][0]["node"], "n1");
+  EXPECT_EQ(gpus_free(c), 0) << "n1 has not confirmed";
+  const int64_t next = submit(c, 8);
+  json f = msg("alloc_finished", alloc, id, "n1");
+  f.update({{"state", "cancelled"}, {"exit_code", 143}, {"seq", 9}});
+  a.send(f);
+  ASSERT_FALSE(a.expect("ack").is_null());
+  EXPECT_EQ(wait_job(c, next, [](const json& j) { return j["state"] == "STARTING"; })["state"], "STARTING");
+}
+
+TEST_F(AgentProtocolTest, LaunchTimeoutFlagFailsAJobWhoseLaunchIsNeverAnswered) {
+  auto d = start({"--launch-timeout", "1"});
+  FakeAgent a(d->port());
+  ASSERT_EQ(a.register_nodes({"n1", "n2"})["type"], "registered");
+  HttpClient c(d->port());
+  const int64_t id = submit(c, 8);
+  ASSERT_FALSE(a.expect("launch").is_null());  // never answered
+  json j = wait_job(c, id, [](const json& j) { return j["state"] == "FAILED"; });
+  EXPECT_EQ(j["state"], "FAILED");
+  EXPECT_NE(j["reason"].get<std::string>().find("within 1 s"), std::string::npos) << j["reason"];
+  // 0 is refused with a clear error.
+  const std::string out = run_capture(kBin + " --launch-timeout 0 --db " + dir_.file("x.db") + " 2>&1");
+  EXPECT_NE(out.find("--launch-timeout"), std::string::npos) << out;
+}
+
 TEST_F(AgentProtocolTest, ServesStaticFilesWithoutEscapingTheRoot) {
   std::filesystem::create_directories(dir_.file("web/js"));
   std::ofstream(dir_.file("web/index.html")) << "<h1>railyard</h1>";

@@ -1,6 +1,10 @@
 // `railyard submit/queue/show/cancel/hold/release/logs/history/watch` against the real daemon.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "tests/cli_test_util.hpp"
@@ -29,6 +33,7 @@ class CliJobs : public ::testing::Test {
   void HoldAndReleaseAPendingJob();
   void BadFlagsAndBadSpecsExit2();
   void UnreachableSchedulerExits1WithTheReason();
+  void SilentSchedulerTimesOutWithTheReason();
   void JsonJobFileIsSubmittedAsWritten();
   void SbatchScriptIsImportedWithWarningsOnStderr();
   void LogsOfAnotherUsersJobOrAnUnknownJobExit3();
@@ -170,6 +175,30 @@ void CliJobs::UnreachableSchedulerExits1WithTheReason() {
       << r.err;
 }
 
+// A server that takes the connection (the kernel's backlog does) and never answers: --timeout ends the wait.
+void CliJobs::SilentSchedulerTimesOutWithTheReason() {
+  SCOPED_TRACE("SilentSchedulerTimesOutWithTheReason");
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto r = run_cli(RAILYARD_BIN, {"queue", "--url", url, "--timeout", "0.5"}, c.env(c.ada()));
+  auto s = run_cli(RAILYARD_BIN, {"submit", "--url", url, "--timeout", "0.5", "--gpus", "1", "--", "true"},
+                   c.env(c.ada()));
+  ::close(fd);
+  for (const auto& x : {r, s}) {
+    EXPECT_EQ(x.code, 1);
+    EXPECT_NE(x.err.find("railyard: cannot reach the scheduler at " + url + ": timed out"), std::string::npos)
+        << x.err;
+  }
+}
+
 void CliJobs::JsonJobFileIsSubmittedAsWritten() {
   SCOPED_TRACE("JsonJobFileIsSubmittedAsWritten");
   write_text(c.file("job.json"),
@@ -250,7 +279,36 @@ TEST_F(CliJobs, ErrorPathsExitCodes) {
   CancellingAnotherUsersJobExits3AndLeavesItAlone();
   BadFlagsAndBadSpecsExit2();
   UnreachableSchedulerExits1WithTheReason();
+  SilentSchedulerTimesOutWithTheReason();
   LogsOfAnotherUsersJobOrAnUnknownJobExit3();
+}
+
+// main() registers only the command groups a call needs (issue 11): every command must still be found, and
+// help, errors and --version must not depend on which groups were registered.
+TEST(CliStartup, EveryCommandIsFoundAndHelpListsThemAll) {
+  const std::map<std::string, std::string> env{{"HOME", "/nonexistent"}};
+  auto help = run_cli(RAILYARD_BIN, {"--help"}, env);
+  ASSERT_EQ(help.code, 0) << help.err;
+  std::vector<std::string> names;
+  const std::regex command_line("\n  ([a-z]+)  +");  // "  submit      Submit a job: ..."
+  for (std::sregex_iterator it(help.out.begin(), help.out.end(), command_line), end; it != end; ++it)
+    names.push_back((*it)[1]);
+  for (const char* want : {"submit", "queue", "logs", "nodes", "token", "up", "down", "topo", "sim"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " missing from\n" << help.out;
+  for (const auto& name : names) {
+    auto r = run_cli(RAILYARD_BIN, {name, "--help"}, env);
+    EXPECT_EQ(r.code, 0) << name << ": " << r.err;
+    EXPECT_NE(r.out.find("railyard " + name), std::string::npos) << name << ": " << r.out;
+  }
+  auto version = run_cli(RAILYARD_BIN, {"--version"}, env);
+  EXPECT_EQ(version.code, 0);
+  EXPECT_TRUE(std::regex_match(version.out, std::regex("railyard [0-9]+\\.[0-9]+\\.[0-9]+\n"))) << version.out;
+  auto none = run_cli(RAILYARD_BIN, {}, env);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("A subcommand is required"), std::string::npos) << none.err;
+  auto typo = run_cli(RAILYARD_BIN, {"sumbit", "--gpus", "1"}, env);
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("A subcommand is required"), std::string::npos) << typo.err;
 }
 
 }  // namespace

@@ -39,18 +39,38 @@ class HttpClient {
   HttpResult request(const std::string& method, const std::string& target, const std::string& body = "",
                      const std::string& token = "") {
     for (int attempt = 0; attempt < 2; ++attempt) {
-      if (fd_ < 0 && !connect_fd()) return {};
-      std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-      if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
-      if (!body.empty() || method == "POST")
-        req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-      req += "\r\n" + body;
-      send_all(req);  // errors show up as a failed read; a server may answer early (413) and stop reading
+      if (!send(method, target, body, token)) return {};
       HttpResult r;
       if (read_response(r)) return r;
       close_fd();  // stale keep-alive connection: retry once on a new one
     }
     return {};
+  }
+
+  // Pipelining: send() requests without waiting, then receive() their answers in order (no retry).
+  bool send(const std::string& method, const std::string& target, const std::string& body = "",
+            const std::string& token = "") {
+    if (fd_ < 0 && !connect_fd()) return false;
+    send_all(request_text(method, target, body, token));  // errors show up as a failed read
+    return true;
+  }
+  bool send_raw(const std::string& bytes) {
+    if (fd_ < 0 && !connect_fd()) return false;
+    send_all(bytes);
+    return true;
+  }
+  HttpResult receive() {
+    HttpResult r;
+    if (!read_response(r)) return {};
+    return r;
+  }
+  static std::string request_text(const std::string& method, const std::string& target,
+                                  const std::string& body = "", const std::string& token = "") {
+    std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
+    if (!body.empty() || method == "POST")
+      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    return req + "\r\n" + body;
   }
 
  private:

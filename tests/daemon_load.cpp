@@ -1,9 +1,10 @@
 // Load client for `railyard-scheduler` (bench/bench_submit.sh runs it): N keep-alive clients submit jobs for
 // a fixed time, one per request (`single`) or `batch_size` per request (`batch`); prints acknowledged jobs/s.
+// With PIPELINE > 1 each client keeps that many requests in flight on its connection (HTTP/1.1 pipelining).
 // Meanwhile one more connection sends GET /api/v1/health every 10 ms and reports the slowest answers: how
 // long the event loop was busy (a commit's fsync, a pass's snapshot and apply) while the load ran.
 //
-//   daemon_load PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE]
+//   daemon_load PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE] [PIPELINE]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,7 +17,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE] [PIPELINE]\n", argv[0]);
     return 2;
   }
   const int port = std::atoi(argv[1]);
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   const double seconds = std::atof(argv[4]);
   const bool batch = std::string(argv[5]) == "batch";
   const int batch_size = argc > 6 ? std::atoi(argv[6]) : 1000;
+  const int pipeline = argc > 7 ? std::max(1, std::atoi(argv[7])) : 1;
 
   std::string body = R"({"name": "load", "gpus": 1, "time_limit": 600})";
   std::string target = "/api/v1/jobs";
@@ -41,14 +43,26 @@ int main(int argc, char** argv) {
   for (int t = 0; t < clients; ++t)
     threads.emplace_back([&] {
       railyard::testing::HttpClient c(port);
-      while (std::chrono::steady_clock::now() < end) {
-        auto r = c.request("POST", target, body, token);
-        if (r.status != 201) {
-          ++errors;
-          continue;
-        }
+      auto count = [&](const railyard::testing::HttpResult& r) {
+        if (r.status != 201) return void(++errors);
         ++requests;
         jobs += batch ? batch_size : 1;
+      };
+      if (pipeline == 1) {
+        while (std::chrono::steady_clock::now() < end) count(c.request("POST", target, body, token));
+        return;
+      }
+      int in_flight = 0;
+      for (; in_flight < pipeline; ++in_flight) c.send("POST", target, body, token);
+      while (in_flight > 0) {
+        auto r = c.receive();
+        --in_flight;
+        if (r.status == 0) return void(errors += in_flight + 1);  // connection lost
+        count(r);
+        if (std::chrono::steady_clock::now() < end) {
+          c.send("POST", target, body, token);
+          ++in_flight;
+        }
       }
     });
   std::vector<double> probe_ms;
@@ -71,9 +85,9 @@ int main(int argc, char** argv) {
   };
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
-      "mode=%s clients=%d batch_size=%d requests=%ld jobs=%ld errors=%ld seconds=%.2f "
+      "mode=%s clients=%d pipeline=%d batch_size=%d requests=%ld jobs=%ld errors=%ld seconds=%.2f "
       "requests_per_s=%.0f jobs_per_s=%.0f health_ms_p50=%.1f p99=%.1f max=%.1f\n",
-      batch ? "batch" : "single", clients, batch ? batch_size : 1, requests.load(), jobs.load(),
+      batch ? "batch" : "single", clients, pipeline, batch ? batch_size : 1, requests.load(), jobs.load(),
       errors.load(), elapsed, requests / elapsed, jobs / elapsed, quantile(0.5), quantile(0.99),
       quantile(1.0));
   return errors > 0 ? 1 : 0;

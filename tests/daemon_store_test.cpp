@@ -5,6 +5,8 @@
 
 #include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include "jobs/spec_json.hpp"
 #include "scheduler/api/auth.hpp"
@@ -118,7 +120,9 @@ TEST(SqliteStore, ReloadsEverythingItCommitted) {
     mig.slices = {{3, 2, 1, "1g.10gb"}};
     mig.estimated_start = 99;
     mig.time_to_train_s = 12.5;
-    ASSERT_TRUE((*s)->commit({{}, {placed, mig}, {}, {}}));
+    store::WriteBatch update;
+    update.updates = {placed, mig};
+    ASSERT_TRUE((*s)->commit(update));
   }
   auto s = SqliteStateStore::open(dir.file("r.db"));
   ASSERT_TRUE(s);
@@ -236,6 +240,131 @@ TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {
   EXPECT_EQ(denied.error().code, ErrorCode::kPermission);
 }
 
+// Submits committed through a second connection on a test-controlled executor: the loop keeps going while
+// a commit is in flight, submits that arrive meanwhile form the next commit, and nobody hears back (nor
+// does the table know the job) before the commit that holds the job is done.
+TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  ASSERT_TRUE(cluster);
+  auto st = SqliteStateStore::open(dir.file("s.db"));
+  auto second = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(st && second);
+  FakeLoop loop;
+  daemon::Loop fake{
+      [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+      [&](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
+  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  std::deque<std::function<void()>> committer;
+  svc.set_submit_committer(std::move(*second), [&](std::function<void()> fn) { committer.push_back(std::move(fn)); });
+  ASSERT_TRUE(svc.open());
+  loop.run();
+  const daemon::Caller ada{"ada", store::Role::kUser};
+  std::vector<std::vector<jobs::JobId>> acked;
+  auto submit = [&](int n) {
+    jobs::JobSpec spec;
+    spec.gpus = 8;
+    EXPECT_TRUE(svc.prepare(spec, ada));
+    svc.submit(std::vector<jobs::JobSpec>(static_cast<size_t>(n), spec), ada, [&](Result<std::vector<jobs::JobId>> ids) {
+      ASSERT_TRUE(ids) << ids.error().message;
+      acked.push_back(*ids);
+    });
+  };
+  const std::string jobs_on_disk = "SELECT count(*) FROM jobs";
+  submit(2);
+  loop.run();
+  ASSERT_EQ(committer.size(), 1u) << "the first submit's commit is handed to the committer";
+  submit(1);
+  submit(3);
+  loop.run();
+  EXPECT_EQ(committer.size(), 1u) << "one commit in flight at a time";
+  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 0);
+  auto run_commit = [&] {
+    auto fn = std::move(committer.front());
+    committer.pop_front();
+    fn();
+  };
+  run_commit();
+  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 2);
+  EXPECT_TRUE(acked.empty()) << "acknowledged on the committer's thread";
+  EXPECT_EQ(svc.table().find(1), nullptr);
+  loop.run();  // the first commit is applied and acked; the two that waited form the next commit
+  ASSERT_EQ(acked.size(), 1u);
+  EXPECT_EQ(acked[0], (std::vector<jobs::JobId>{1, 2}));
+  ASSERT_NE(svc.table().find(2), nullptr);
+  EXPECT_EQ(svc.table().find(3), nullptr);
+  ASSERT_EQ(committer.size(), 1u);
+  // The loop's own commits use the first connection meanwhile.
+  ASSERT_TRUE(svc.act(2, jobs::JobEvent::kCancelled, ada));
+  run_commit();
+  loop.run();
+  ASSERT_EQ(acked.size(), 3u);
+  EXPECT_EQ(acked[1], (std::vector<jobs::JobId>{3}));
+  EXPECT_EQ(acked[2], (std::vector<jobs::JobId>{4, 5, 6}));
+  EXPECT_EQ(svc.stats().submit_commits_total, 2);
+  EXPECT_EQ(svc.stats().submits_total, 6);
+  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 6);
+  EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM events WHERE what = 'submitted'"), 6);
+  EXPECT_EQ(svc.table().find(2)->state, JobState::kCancelled);
+  EXPECT_TRUE(committer.empty());
+}
+
+// The daemon's form: a real thread and a loop that other threads post to.
+TEST(Service, SubmitCommitsOnTheirOwnThreadLoseAndReorderNothing) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  ASSERT_TRUE(cluster);
+  auto st = SqliteStateStore::open(dir.file("s.db"));
+  auto second = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(st && second);
+  std::mutex mutex;
+  std::deque<std::function<void()>> posted;
+  daemon::Loop loop{[&](std::function<void()> fn) {
+                      std::lock_guard lock(mutex);
+                      posted.push_back(std::move(fn));
+                    },
+                    [&](std::chrono::milliseconds, std::function<void()> fn) {
+                      std::lock_guard lock(mutex);
+                      posted.push_back(std::move(fn));
+                    }};
+  auto run_one = [&] {
+    std::function<void()> fn;
+    {
+      std::lock_guard lock(mutex);
+      if (posted.empty()) return false;
+      fn = std::move(posted.front());
+      posted.pop_front();
+    }
+    fn();
+    return true;
+  };
+  daemon::Service svc(*cluster, std::move(*st), std::move(loop), [] { return int64_t{5000}; });
+  svc.commit_submits_on_thread(std::move(*second));
+  ASSERT_TRUE(svc.open());
+  const daemon::Caller ada{"ada", store::Role::kUser};
+  jobs::JobSpec spec;
+  spec.gpus = 1;
+  ASSERT_TRUE(svc.prepare(spec, ada));
+  std::vector<jobs::JobId> acked;
+  constexpr int kRequests = 200;
+  for (int i = 0; i < kRequests; ++i) {
+    svc.submit({spec, spec}, ada, [&](Result<std::vector<jobs::JobId>> ids) {
+      ASSERT_TRUE(ids) << ids.error().message;
+      acked.insert(acked.end(), ids->begin(), ids->end());
+    });
+    run_one();
+  }
+  for (int spins = 0; acked.size() < 2 * kRequests && spins < 200'000; ++spins)
+    if (!run_one()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  ASSERT_EQ(acked.size(), 2u * kRequests);
+  for (size_t i = 0; i < acked.size(); ++i) EXPECT_EQ(acked[i], static_cast<jobs::JobId>(i + 1));
+  EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM jobs"), 2 * kRequests);
+  EXPECT_EQ(svc.stats().submits_total, 2 * kRequests);
+  EXPECT_LT(svc.stats().submit_commits_total, kRequests) << "submits that queued meanwhile share commits";
+  while (run_one()) {
+  }
+}
+
 // A service whose passes run on a fake executor: a pass's snapshot is taken on the loop, and its plan is
 // computed only when the test says so, so the test can change the table while the pass is in flight.
 class InFlight {
@@ -329,7 +458,7 @@ TEST(ServicePass, StartsOnNodesDrainedOrGpusTakenDuringThePassAreRetriedInTheNex
   ASSERT_EQ(f.worker.size(), 1u);
   // While the pass runs: n1 is drained, and n2's first GPU is held by an allocation being killed.
   ASSERT_TRUE(f.svc->set_node_health("n1", sched::NodeHealth::kDrain, "maintenance", InFlight::kAdmin));
-  f.svc->table().hold_gpus("99.1", ids[0], {8});
+  f.svc->table().hold_gpus({"99.1", ids[0], {8}, {"n2"}});
   f.finish_pass();
   for (auto id : ids) {
     EXPECT_EQ(f.job(id).state, JobState::kPending) << id;

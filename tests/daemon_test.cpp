@@ -182,6 +182,61 @@ TEST_F(DaemonTest, BadRequestsAreAnsweredNotCrashedOn) {
   EXPECT_EQ(c.request("GET", "/api/v1/jobs").json()["jobs"].size(), 0u);
 }
 
+// HTTP/1.1 pipelining: requests sent without waiting are answered in order. Submits run together (their
+// commit is shared); anything else waits for the requests before it, so it sees what they did.
+TEST_F(DaemonTest, PipelinedRequestsAreAnsweredInOrder) {
+  auto d = start();
+  HttpClient c(d->port());
+  const std::string job = R"({"name": "p", "gpus": 1})";
+  std::string bytes;
+  for (int i = 0; i < 20; ++i) bytes += HttpClient::request_text("POST", "/api/v1/jobs", job, alice_);
+  bytes += HttpClient::request_text("GET", "/api/v1/jobs/20");
+  bytes += HttpClient::request_text("POST", "/api/v1/jobs", "{\"gpus\": ", alice_);
+  bytes += HttpClient::request_text("POST", "/api/v1/jobs/1/cancel", "", alice_);
+  bytes += HttpClient::request_text("POST", "/api/v1/jobs:batch", R"({"jobs": [{"gpus": 1}, {"gpus": 2}]})", alice_);
+  bytes += HttpClient::request_text("GET", "/api/v1/jobs/1");
+  ASSERT_TRUE(c.send_raw(bytes));
+  for (int i = 1; i <= 20; ++i) {
+    auto r = c.receive();
+    ASSERT_EQ(r.status, 201) << i << ": " << r.body;
+    EXPECT_EQ(r.json().value("id", 0), i);
+  }
+  auto shown = c.receive();
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  EXPECT_EQ(shown.json().value("name", ""), "p");
+  auto bad = c.receive();
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  auto cancelled = c.receive();
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.json().value("state", ""), "CANCELLED");
+  auto batch = c.receive();
+  ASSERT_EQ(batch.status, 201) << batch.body;
+  EXPECT_EQ(batch.json()["ids"], json::array({21, 22}));
+  auto after = c.receive();
+  EXPECT_EQ(after.json().value("state", ""), "CANCELLED");
+  // The connection is still usable the ordinary way.
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs/22").status, 200);
+}
+
+// A pipelined request the server refuses early (413) is answered after the ones before it, then the
+// connection closes; the submits before it are kept.
+TEST_F(DaemonTest, PipelinedOversizedBodyIsAnsweredInItsTurn) {
+  auto d = start();
+  HttpClient c(d->port());
+  const std::string job = R"({"gpus": 1})";
+  std::string bytes = HttpClient::request_text("POST", "/api/v1/jobs", job, alice_) +
+                      HttpClient::request_text("POST", "/api/v1/jobs", job, alice_);
+  bytes += "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string((1 << 20) + 1) + "\r\n\r\n{";
+  ASSERT_TRUE(c.send_raw(bytes));
+  EXPECT_EQ(c.receive().status, 201);
+  EXPECT_EQ(c.receive().status, 201);
+  EXPECT_EQ(c.receive().status, 413);
+  HttpClient other(d->port());
+  auto list = other.request("GET", "/api/v1/jobs").json();
+  EXPECT_EQ(list["jobs"].size(), 2u) << list.dump();
+}
+
 TEST_F(DaemonTest, SixteenGpusSpanBothNodes) {
   auto d = start();
   HttpClient c(d->port());
@@ -431,8 +486,14 @@ TEST_F(DaemonTest, EventsAccountingNodeShowFiltersAndGuardedRoutes) {
   EXPECT_EQ(c.request("POST", "/api/v1/allocs/1.1/exec", R"({"node":"n1","argv":["orted"]})", alice_).status,
             403);
   EXPECT_EQ(c.request("POST", "/api/v1/nodes/n2/remove", "", bob_).status, 403);
-  EXPECT_EQ(c.request("POST", "/api/v1/nodes/n2/remove", "", admin_).status, 200);
-  EXPECT_EQ(c.request("GET", "/api/v1/nodes/n2").json()["health"], "down");
+  // Remove is refused while the node runs a job, and done once none does (no agents: nothing held).
+  auto refused = c.request("POST", "/api/v1/nodes/" + node + "/remove", "", admin_);
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_NE(refused.body.find("runs job"), std::string::npos) << refused.body;
+  for (int64_t id : {a, b})
+    ASSERT_EQ(c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", admin_).status, 200);
+  EXPECT_EQ(c.request("POST", "/api/v1/nodes/" + node + "/remove", "", admin_).status, 200);
+  EXPECT_EQ(c.request("GET", "/api/v1/nodes/" + node).json()["health"], "removed");
   // Without a web root, / is a JSON 404.
   EXPECT_EQ(c.request("GET", "/index.html").status, 404);
 }

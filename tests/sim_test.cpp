@@ -111,6 +111,22 @@ TEST(Simulator, PassIntervalBatchesArrivals) {
   EXPECT_EQ(r.passes, 2);  // 1 and 11; at 101 and 111 nothing waits, so no pass runs
 }
 
+// The compactness wait needs a pass when it ends even if nothing else happens then (Plan::wake_at). Nodes
+// 0,1 (leaf 0) and 2,3 (leaf 1); a, b, c, d take one node each (0, 1, 2, 3); c ends at 10, a at 100, so
+// from 100 the 2-node job e fits only on nodes 0 and 2 (two leaf groups); the next end is at 1000.
+TEST(Simulator, CompactWaitEndsWithAPassAtItsDeadline) {
+  const auto cluster = small_cluster();
+  const std::vector<TraceJob> trace = {job("a", 0, 100, 8), job("b", 0, 1000, 8), job("c", 0, 10, 8),
+                                       job("d", 0, 1000, 8), job("e", 5, 50, 16)};
+  for (const int64_t wait : {0, 20}) {
+    PolicySpec p = policy("railyard");
+    p.config.compact_wait_s = wait;
+    const SimResult r = simulate(cluster, trace, p, no_comm());
+    EXPECT_EQ(times(r, trace)["e"], (Times{100 + wait, 150 + wait})) << "wait " << wait;
+    EXPECT_EQ(r.jobs[4].leaves_spanned, 2);
+  }
+}
+
 TEST(Simulator, CompactPlacementHasNoSlowdownAndModelStretchesBadOnes) {
   const auto cluster = small_cluster();
   const std::vector<TraceJob> trace = {job("two-nodes", 0, 1000, 16)};

@@ -67,6 +67,13 @@ struct HttpClient::Impl {
   bool connected() const { return plain.has_value() || secure.has_value(); }
   beast::tcp_stream& tcp() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
 
+  // Runs the operation just started to its end. The operations are asynchronous because only those honour
+  // the stream's expiry (expires_after): Beast's synchronous ones would wait on a silent server forever.
+  void run() {
+    io.restart();
+    io.run();
+  }
+
   void close() {
     if (connected()) {
       beast::error_code ignored;
@@ -88,7 +95,8 @@ struct HttpClient::Impl {
       plain.emplace(io);
     }
     tcp().expires_after(timeout);
-    tcp().connect(endpoints, ec);
+    tcp().async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    run();
     if (!ec) tcp().socket().set_option(tcp::no_delay(true), ec);
     if (!ec && secure) ec = handshake();
     if (ec) {
@@ -105,8 +113,10 @@ struct HttpClient::Impl {
       return {static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category()};
     }
     secure->set_verify_callback(ssl::host_name_verification(url.host));
-    secure->handshake(ssl::stream_base::client, ec);
-    if (ec) {
+    tcp().expires_after(timeout);
+    secure->async_handshake(ssl::stream_base::client, [&ec](beast::error_code e) { ec = e; });
+    run();
+    if (ec && ec != beast::error::timeout) {
       const long verify = SSL_get_verify_result(secure->native_handle());
       failure = verify != X509_V_OK ? std::string("TLS: certificate verify failed (") +
                                           X509_verify_cert_error_string(verify) + ")"
@@ -119,11 +129,14 @@ struct HttpClient::Impl {
   beast::error_code exchange_on(Stream& stream, const http::request<http::string_body>& req, HttpReply& reply) {
     beast::error_code ec;
     tcp().expires_after(timeout);
-    http::write(stream, req, ec);
+    http::async_write(stream, req, [&ec](beast::error_code e, size_t) { ec = e; });
+    run();
     if (ec) return ec;
     http::response_parser<http::string_body> parser;
     parser.body_limit(256 * 1024 * 1024);
-    http::read(stream, buffer, parser, ec);
+    tcp().expires_after(timeout);
+    http::async_read(stream, buffer, parser, [&ec](beast::error_code e, size_t) { ec = e; });
+    run();
     if (ec) return ec;
     auto& res = parser.get();
     reply.status = static_cast<int>(res.result_int());

@@ -121,6 +121,11 @@ size_t Router::body_limit(std::string_view target) {
   return target.substr(0, target.find('?')) == "/api/v1/jobs:batch" ? kMaxBodyLimit : kDefaultBodyLimit;
 }
 
+bool Router::concurrent(const HttpRequest& req) {
+  const std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+  return req.method == "POST" && (path == "/api/v1/jobs" || path == "/api/v1/jobs:batch");
+}
+
 // A bug in one request's handling answers 500 and leaves the daemon running.
 void Router::handle(HttpRequest&& req, const Reply& reply) {
   try {
@@ -216,8 +221,9 @@ HttpResponse Router::dispatch(const HttpRequest& req, const Route& route, const 
     if (!get) return method_not_allowed("GET");
     return node_show(route);
   }
-  if (s.size() == 3 && s[0] == "jobs" && (s[2] == "events" || s[2] == "metrics")) {
+  if (s.size() == 3 && s[0] == "jobs" && (s[2] == "events" || s[2] == "metrics" || s[2] == "runs")) {
     if (!get) return method_not_allowed("GET");
+    if (s[2] == "runs") return job_runs(route);
     return s[2] == "events" ? job_events(route) : job_metrics(route);
   }
   if (s.size() == 2 && s[0] == "jobs") {
@@ -363,10 +369,8 @@ HttpResponse Router::job_action(const Route& route, const daemon::Caller& who) {
 HttpResponse Router::node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who) {
   const std::string& action = route.seg[2];
   if (action == "remove") {
-    if (auto st = service_.set_node_health(route.seg[1], sched::NodeHealth::kDown, "removed by admin", who);
-        !st)
-      return error_response(st.error());
-    return json_response(200, {{"name", route.seg[1]}, {"health", "down"}, {"removed", true}});
+    if (auto st = service_.remove_node(route.seg[1], who); !st) return error_response(st.error());
+    return json_response(200, {{"name", route.seg[1]}, {"health", "removed"}, {"removed", true}});
   }
   if (action != "drain" && action != "resume") return not_found_route();
   std::string reason;

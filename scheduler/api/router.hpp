@@ -33,6 +33,9 @@ class Router {
   void handle(HttpRequest&& req, const Reply& reply);
   // Body limit by target: 64 MiB for the batch route, 1 MiB otherwise.
   static size_t body_limit(std::string_view target);
+  // Submits (POST /jobs, /jobs:batch) may run while earlier submits of the same connection wait for their
+  // commit: each gets its ids in the order it came, and none reads what another writes.
+  static bool concurrent(const HttpRequest& req);
 
  private:
   struct Route;
@@ -42,9 +45,10 @@ class Router {
   void submit(const HttpRequest& req, const daemon::Caller& who, bool batch, const Reply& reply);
   HttpResponse job_action(const Route& route, const daemon::Caller& who);
   HttpResponse node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who);
-  // router_more.cpp: job events/metrics/logs, node show/remove, accounting, allocation exec.
+  // router_more.cpp: job events/metrics/runs/logs, node show, accounting, allocation exec.
   HttpResponse job_events(const Route& route);
   HttpResponse job_metrics(const Route& route);
+  HttpResponse job_runs(const Route& route);
   void job_logs(const Route& route, const daemon::Caller* who, const Reply& reply);
   void alloc_exec(const HttpRequest& req, const Route& route, const Reply& reply);
   HttpResponse node_show(const Route& route);

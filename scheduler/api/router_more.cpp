@@ -1,6 +1,7 @@
-// The router's routes beyond the first slice: job events, metrics and logs; node show and remove;
+// The router's routes beyond the first slice: job events, metrics, runs and logs; node show;
 // accounting; the exec route of railyard-agent-exec.
 #include <map>
+#include <set>
 
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
@@ -30,7 +31,8 @@ HttpResponse Router::job_events(const Route& route) {
   auto ev = service_.store().events(daemon::job_subject(*id), kMaxRows);
   if (!ev) return error_response(ev.error());
   json out = json::array();
-  for (const auto& e : *ev) out.push_back({{"time", e.time}, {"actor", e.actor}, {"what", e.what}});
+  for (const auto& e : *ev)
+    out.push_back({{"time", e.time}, {"time_ms", e.time_ms}, {"actor", e.actor}, {"what", e.what}});
   return json_response(200, {{"job", *id}, {"events", std::move(out)}});
 }
 
@@ -47,6 +49,25 @@ HttpResponse Router::job_metrics(const Route& route) {
   }
   json ttt = r->time_to_train_s ? json(*r->time_to_train_s) : json(nullptr);
   return json_response(200, {{"job", *id}, {"time_to_train_s", ttt}, {"samples", std::move(out)}});
+}
+
+HttpResponse Router::job_runs(const Route& route) {
+  auto id = to_int(route.seg[1]);
+  const auto& table = service_.table();
+  if (!id || !table.find(*id)) return error_response(404, "not_found", "job " + route.seg[1] + " not found");
+  json out = json::array();
+  for (auto it = table.runs().lower_bound({*id, 0}); it != table.runs().end() && it->first.first == *id;
+       ++it) {
+    const store::RunRecord& r = it->second;
+    out.push_back({{"attempt", r.attempt},
+                   {"alloc", daemon::alloc_id(r.job, r.attempt)},
+                   {"nodes", r.nodes},
+                   {"gpus", r.gpu_count()},
+                   {"start_time", r.start},
+                   {"end_time", r.end ? json(*r.end) : json(nullptr)},
+                   {"outcome", r.outcome.empty() ? json(nullptr) : json(r.outcome)}});
+  }
+  return json_response(200, {{"job", *id}, {"runs", std::move(out)}});
 }
 
 void Router::job_logs(const Route& route, const daemon::Caller* who, const Reply& reply) {
@@ -108,8 +129,9 @@ HttpResponse Router::node_show(const Route& route) {
   return json_response(200, node);
 }
 
-// GPU-hours of runs that overlap [since, until), by user or project. A run is start_time .. end_time (or
-// now while it runs).
+// GPU-seconds (and hours) of the runs that overlap [since, until), by user or project: every run of a job
+// counts (a requeued job has several, see JobTable::runs), each from its start to its end (or now while it
+// lasts), times its GPUs (whole GPUs and MIG slices).
 HttpResponse Router::accounting(const Route& route) {
   const int64_t now = service_.now();
   auto since_v = param(route.query, "since"), until_v = param(route.query, "until");
@@ -119,19 +141,30 @@ HttpResponse Router::accounting(const Route& route) {
   if (!since || !until || *until < *since || (by != "user" && by != "project"))
     return error_response(400, "invalid_argument",
                           "since/until: unix seconds, since <= until; by: user or project");
-  std::map<std::string, std::pair<double, int64_t>> rows;  // key -> gpu-hours, jobs
-  for (const auto& [id, r] : service_.table().jobs()) {
-    if (!r.start_time) continue;
-    const int64_t end = r.end_time.value_or(now);
-    const int64_t from = std::max(*r.start_time, *since), to = std::min(end, *until);
+  struct Row {
+    double gpu_seconds = 0;
+    std::set<jobs::JobId> jobs;
+    int64_t runs = 0;
+  };
+  std::map<std::string, Row> rows;
+  const auto& table = service_.table();
+  for (const auto& [key, run] : table.runs()) {
+    const store::JobRecord* r = table.find(run.job);
+    if (!r) continue;
+    const int64_t from = std::max(run.start, *since), to = std::min(run.end.value_or(now), *until);
     if (to <= from) continue;
-    auto& row = rows[by == "user" ? r.spec.user : r.spec.project];
-    row.first +=
-        static_cast<double>(r.gpus.size() + r.slices.size()) * static_cast<double>(to - from) / 3600.0;
-    ++row.second;
+    Row& row = rows[by == "user" ? r->spec.user : r->spec.project];
+    row.gpu_seconds += static_cast<double>(run.gpu_count()) * static_cast<double>(to - from);
+    row.jobs.insert(run.job);
+    ++row.runs;
   }
   json out = json::array();
-  for (const auto& [k, v] : rows) out.push_back({{by, k}, {"gpu_hours", v.first}, {"jobs", v.second}});
+  for (const auto& [k, v] : rows)
+    out.push_back({{by, k},
+                   {"gpu_seconds", v.gpu_seconds},
+                   {"gpu_hours", v.gpu_seconds / 3600.0},
+                   {"jobs", static_cast<int64_t>(v.jobs.size())},
+                   {"runs", v.runs}});
   return json_response(200, {{"since", *since}, {"until", *until}, {"by", by}, {"rows", std::move(out)}});
 }
 

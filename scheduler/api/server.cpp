@@ -8,6 +8,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
+#include <algorithm>
 #include <csignal>
 #include <deque>
 #include <optional>
@@ -40,6 +41,7 @@ struct HttpServer::Impl {
   Handler handler;
   WsAcceptor ws_acceptor;
   BodyLimitFn body_limit = [](std::string_view) { return kDefaultBodyLimit; };
+  ConcurrentFn concurrent;
   std::shared_ptr<net::ssl::context> tls;  // set: every connection must be TLS
 
   void accept();
@@ -158,7 +160,10 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<S
   bool open_ = false, writing_ = false, closing_ = false, finished_ = false;
 };
 
-// One connection: read a request, hand it to the handler, write its reply, repeat while keep-alive.
+// One connection. Requests are answered in the order they arrived (HTTP/1.1 pipelining). A request runs once
+// every earlier one on the connection has been answered, except that requests the server's ConcurrentFn
+// accepts (submits) run at once while the earlier ones pending are such requests too: a client that sends
+// submits without waiting gets them committed together. At most kMaxPipelined requests are read ahead.
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
@@ -169,11 +174,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void start() { read_header(); }
 
  private:
+  static constexpr size_t kMaxPipelined = 64;
+
+  // One request from its read to its written answer.
+  struct Slot {
+    std::optional<HttpResponse> response;
+    unsigned version = 11;
+    bool keep_alive = true;
+    bool concurrent = false;  // dispatched while earlier requests were unanswered
+  };
+
   void read_header() {
+    reading_ = true;
     parser_.emplace();
     parser_->header_limit(64 * 1024);
     parser_->body_limit(kMaxBodyLimit);  // the per-route limit is applied once the target is known
-    tcp().expires_after(kIdleTimeout);
+    // Waiting for a first request, or the next one after every answer went out: the idle timeout. While
+    // earlier requests are still being answered the timer is left as it is (their handler may take long).
+    if (slots_.empty()) tcp().expires_after(kIdleTimeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::on_header, this->shared_from_this()));
   }
@@ -188,20 +206,55 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void on_body(beast::error_code ec, size_t) {
+    reading_ = false;
     if (ec == http::error::body_limit) return too_large(server_.body_limit(parser_->get().target()));
     if (ec) return on_read_error(ec);
     auto req = parser_->release();
-    keep_alive_ = req.keep_alive();
     HttpRequest r;
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
-    version_ = req.version();
-    if (server_.ws_acceptor && websocket::is_upgrade(req)) return upgrade(std::move(r), std::move(req));
+    const bool upgrade_req = server_.ws_acceptor && websocket::is_upgrade(req);
+    const bool concurrent = !upgrade_req && server_.concurrent && server_.concurrent(r);
+    if (upgrade_req || !concurrent || !all_pending_concurrent()) {
+      // Runs once everything before it is answered and written.
+      waiting_ = Waiting{std::move(r), std::move(req), upgrade_req, concurrent};
+      return run_waiting();
+    }
+    dispatch(std::move(r), std::move(req), concurrent);
+  }
+
+  bool all_pending_concurrent() const {
+    return std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->concurrent; });
+  }
+
+  void run_waiting() {
+    if (!waiting_ || !slots_.empty() || writing_) return;
+    Waiting w = std::move(*waiting_);
+    waiting_.reset();
+    if (w.upgrade) {
+      version_ = w.req.version();
+      return upgrade(std::move(w.r), std::move(w.req));
+    }
+    dispatch(std::move(w.r), std::move(w.req), w.concurrent);
+  }
+
+  void dispatch(HttpRequest r, http::request<http::string_body> req, bool concurrent) {
+    auto slot = std::make_shared<Slot>();
+    slot->version = req.version();
+    slot->keep_alive = req.keep_alive();
+    slot->concurrent = concurrent;
+    slots_.push_back(slot);
     r.body = std::move(req.body());
-    tcp().expires_never();  // the handler may answer later (group commit)
+    // The handler may answer later (group commit). No read is pending here; Beast allows changing the
+    // timer while at most one of read and write is.
+    tcp().expires_never();
+    if (slot->keep_alive && slots_.size() < kMaxPipelined) read_header();  // the next one, meanwhile
     auto self = this->shared_from_this();
-    server_.handler(std::move(r), [self](HttpResponse res) { self->write(std::move(res)); });
+    server_.handler(std::move(r), [self, slot](HttpResponse res) {
+      slot->response = std::move(res);
+      self->write_next();
+    });
   }
 
   // The connection leaves this session for a WsSession (accepted or refused).
@@ -215,38 +268,63 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void on_read_error(beast::error_code ec) {
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
         ec == net::ssl::error::stream_truncated)
-      return close();
+      return close_after_answers();
     if (ec == net::error::operation_aborted || ec == net::error::connection_reset) return;
-    keep_alive_ = false;
-    write(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()));
+    answer_last(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()));
   }
 
   void too_large(size_t limit) {
-    keep_alive_ = false;
+    reading_ = false;
     draining_ = true;
-    write(error_response(413, "payload_too_large",
-                         "request body exceeds " + std::to_string(limit) + " bytes for this route"));
+    answer_last(error_response(413, "payload_too_large",
+                               "request body exceeds " + std::to_string(limit) + " bytes for this route"));
   }
 
-  void write(HttpResponse r) {
+  // An answer of the server's own after which the connection closes (no more reads).
+  void answer_last(HttpResponse res) {
+    auto slot = std::make_shared<Slot>();
+    slot->version = parser_ ? parser_->get().version() : 11;
+    slot->keep_alive = false;
+    slot->response = std::move(res);
+    slots_.push_back(slot);
+    write_next();
+  }
+
+  // The peer finished sending: answer what is pending, then close.
+  void close_after_answers() {
+    peer_done_ = true;
+    if (slots_.empty() && !writing_) close();
+  }
+
+  void write_next() {
+    if (writing_ || slots_.empty() || !slots_.front()->response) return;
+    writing_ = true;
+    Slot& slot = *slots_.front();
+    HttpResponse& r = *slot.response;
     res_ = {};
-    res_.version(version_);
+    res_.version(slot.version);
     res_.result(static_cast<http::status>(r.status));
     res_.set(http::field::server, "railyard-scheduler");
     res_.set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res_.set(k, v);
     res_.body() = std::move(r.body);
-    res_.keep_alive(keep_alive_);
+    res_.keep_alive(slot.keep_alive);
     res_.prepare_payload();
-    tcp().expires_after(kIdleTimeout);
+    tcp().expires_after(kIdleTimeout);  // no write is pending here (writing_ was false)
     http::async_write(stream_, res_, beast::bind_front_handler(&Session::on_write, this->shared_from_this()));
   }
 
   void on_write(beast::error_code ec, size_t) {
+    writing_ = false;
     if (ec) return;
-    if (draining_) return drain();
-    if (!keep_alive_) return close();
-    read_header();
+    const bool keep_alive = slots_.front()->keep_alive;
+    slots_.pop_front();
+    if (draining_ && slots_.empty()) return drain();
+    if (!keep_alive) return close();
+    if (peer_done_ && slots_.empty()) return close();
+    if (!slots_.empty()) return write_next();
+    run_waiting();
+    if (!reading_ && !waiting_ && slots_.empty() && !peer_done_ && !draining_) read_header();
   }
 
   // After an early answer (413), read and drop what the client still sends, so that closing the socket does
@@ -276,13 +354,23 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
 
+  struct Waiting {
+    HttpRequest r;
+    http::request<http::string_body> req;
+    bool upgrade = false;
+    bool concurrent = false;
+  };
+
   Stream stream_;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
+  std::deque<std::shared_ptr<Slot>> slots_;  // read, not yet written; front = next to write
+  std::optional<Waiting> waiting_;           // read, runs once slots_ is empty
   unsigned version_ = 11;
-  bool keep_alive_ = true;
+  bool reading_ = false, writing_ = false;
+  bool peer_done_ = false;
   bool draining_ = false;
   std::array<char, 64 * 1024> scratch_{};
 };
@@ -373,6 +461,7 @@ HttpServer::~HttpServer() = default;
 
 void HttpServer::set_handler(Handler handler) { impl_->handler = std::move(handler); }
 void HttpServer::set_body_limit(BodyLimitFn limit) { impl_->body_limit = std::move(limit); }
+void HttpServer::set_concurrent(ConcurrentFn concurrent) { impl_->concurrent = std::move(concurrent); }
 void HttpServer::set_ws_acceptor(WsAcceptor acceptor) { impl_->ws_acceptor = std::move(acceptor); }
 
 Status HttpServer::enable_tls(const std::string& cert_file, const std::string& key_file) {

@@ -1,6 +1,9 @@
-// HTTP/1.1 server with keep-alive on one event loop (one thread), optionally TLS only (enable_tls). Connections are read one request at a
-// time; each request goes to the Handler, whose Reply may come later (e.g. after a group commit). Every
-// stream has an idle timeout; bodies are limited per request target (BodyLimitFn), and an oversized body is
+// HTTP/1.1 server with keep-alive and pipelining on one event loop (one thread), optionally TLS only
+// (enable_tls). Each request goes to the Handler, whose Reply may come later (e.g. after a group commit);
+// answers go out in the order the requests came. A request is handed over once every earlier one on its
+// connection was answered, except requests that ConcurrentFn accepts: those go at once while the earlier
+// ones still unanswered are such requests too (set_concurrent; submits, so that a pipelining client's
+// submits share a commit). Every stream has an idle timeout; bodies are limited per request target (BodyLimitFn), and an oversized body is
 // answered 413 and the connection closed after the rest of the body is drained.
 //
 // The server also is the daemon's event loop: post() and post_after() run work on it, so everything the
@@ -18,6 +21,8 @@
 namespace railyard::api {
 
 using BodyLimitFn = std::function<size_t(std::string_view target)>;
+// Whether a request may run before the earlier ones on its connection are answered (see above).
+using ConcurrentFn = std::function<bool(const HttpRequest&)>;
 
 class HttpServer {
  public:
@@ -28,6 +33,7 @@ class HttpServer {
 
   void set_handler(Handler handler);
   void set_body_limit(BodyLimitFn limit);
+  void set_concurrent(ConcurrentFn concurrent);
   // Upgrade requests (any path) go here; without an acceptor they are answered like plain requests.
   void set_ws_acceptor(WsAcceptor acceptor);
   // Serves HTTPS and WSS only, with this PEM certificate chain and key (before listen()). A plain-HTTP

@@ -99,10 +99,10 @@ json nodes_json(const daemon::JobTable& table) {
 json utilization_json(const daemon::JobTable& table, int64_t since, int64_t until, int64_t step,
                       int64_t now) {
   // A sweep over (time, +-GPUs) events clipped to the window, in one pass over the history.
+  // Every run counts, the earlier runs of requeued jobs too.
   std::vector<std::pair<int64_t, int64_t>> events;
-  for (const auto& [id, r] : table.jobs()) {
-    if (!r.start_time) continue;
-    const int64_t from = std::max(*r.start_time, since), to = std::min(r.end_time.value_or(now), until);
+  for (const auto& [key, r] : table.runs()) {
+    const int64_t from = std::max(r.start, since), to = std::min(r.end.value_or(now), until);
     if (to <= from) continue;
     std::vector<topology::GpuId> gpus = r.gpus;
     for (const auto& s : r.slices) gpus.push_back(s.gpu);
@@ -127,7 +127,7 @@ json utilization_json(const daemon::JobTable& table, int64_t since, int64_t unti
     gpu_seconds += static_cast<double>(busy) * static_cast<double>(t1 - t);
     samples.push_back({t0, gpu_seconds / static_cast<double>(t1 - t0)});
   }
-  return {{"gpus", table.cluster().gpu_count()},
+  return {{"gpus", table.cluster().gpu_count() - table.removed_gpus()},  // capacity: removed nodes are not
           {"since", since},
           {"until", until},
           {"step", step},
@@ -144,7 +144,8 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
   for (const auto& [id, r] : table.jobs()) ++by_state[r.state];
   int64_t allocated = 0;
   for (auto o : table.gpu_owners()) allocated += o != 0;
-  const int64_t total = table.cluster().gpu_count();
+  const int64_t removed = table.removed_gpus();
+  const int64_t total = table.cluster().gpu_count() - removed;  // capacity
   std::string m;
   auto metric = [&](const char* name, const char* type, const char* help, const std::string& lines) {
     m += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + lines;
@@ -163,8 +164,10 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
          "railyard_scheduling_last_pass_seconds " + std::to_string(stats.last_pass_seconds) + "\n");
   metric("railyard_gpus_allocated", "gauge", "GPUs held by STARTING or RUNNING jobs.",
          "railyard_gpus_allocated " + std::to_string(allocated) + "\n");
-  metric("railyard_gpus_free", "gauge", "GPUs not held by any job.",
+  metric("railyard_gpus_free", "gauge", "GPUs of nodes not removed that no job holds.",
          "railyard_gpus_free " + std::to_string(total - allocated) + "\n");
+  metric("railyard_gpus_removed", "gauge", "GPUs of removed nodes (not capacity).",
+         "railyard_gpus_removed " + std::to_string(removed) + "\n");
   metric("railyard_submits_total", "counter", "Jobs accepted since start.",
          "railyard_submits_total " + std::to_string(stats.submits_total) + "\n");
   metric("railyard_submit_commits_total", "counter", "Store transactions that carried submits.",

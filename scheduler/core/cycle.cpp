@@ -17,6 +17,7 @@ std::string_view to_string(NodeHealth h) {
     case NodeHealth::kUp: return "up";
     case NodeHealth::kDrain: return "drain";
     case NodeHealth::kDown: return "down";
+    case NodeHealth::kRemoved: return "removed";
   }
   return "unknown";
 }
@@ -32,6 +33,7 @@ std::string_view to_string(PendingReason r) {
     case PendingReason::kReservation: return "reservation";
     case PendingReason::kPriority: return "priority";
     case PendingReason::kPreempting: return "preempting";
+    case PendingReason::kCompact: return "compact";
   }
   return "unknown";
 }
@@ -217,11 +219,73 @@ class Pass {
     const FailMemo::Seen* seen = memo_.find(req);
     std::optional<Choice> choice;
     if (!seen && enough_free(req)) choice = place(usage_, req);
+    if (choice && wait_for_compact(job, priority, req, *choice)) return;
     if (choice) return start(job, req, std::move(*choice), {});
     if (spec.qos == jobs::Qos::kHigh && s_.config.preemption) {
       if (auto pc = plan_preemption(s_, usage_, req, gone_)) return start(job, req, std::move(pc->choice), pc->victims);
     }
     not_placed(job, priority, req, seen);
+  }
+
+  // Leaf groups `gpus` (sorted) span, and the fewest that could hold as many nodes on an empty cluster.
+  std::pair<int, int> leaves_of(const std::vector<GpuId>& gpus) const {
+    const auto& c = *s_.cluster;
+    std::vector<NodeId> nodes;
+    for (GpuId g : gpus)
+      if (nodes.empty() || nodes.back() != c.node_of(g)) nodes.push_back(c.node_of(g));
+    return {c.leaves_spanned(nodes), c.min_leaves_for_nodes(static_cast<int>(nodes.size()))};
+  }
+
+  // The compactness wait (PolicyConfig::compact_wait_s). `choice` is the job's best placement now; when it
+  // spans more leaf groups than the minimum and the wait has time left, the job pends with kCompact and
+  // reserves the earliest node set on its minimum (lower jobs backfill around it as around any
+  // reservation). Compact waits have a reservation budget of their own (reservation_depth): a job past it
+  // waits without one (no search, so no cost; bounded by the wait). A job within it for which no compact
+  // set is reachable as running jobs end (e.g. a drained node in every leaf group) starts now. True when
+  // the job waits.
+  bool wait_for_compact(const PendingJob& job, double priority, Request& req, const Choice& choice) {
+    const auto& cfg = s_.config;
+    if (cfg.compact_wait_s <= 0 || cfg.placement != PolicyConfig::Placement::kTopology ||
+        req.shape.nodes <= 1 || req.replicas != 1 || req.is_mig())
+      return false;
+    const auto leaves = leaves_of(choice.gpus);  // not a structured binding: the lambda below captures it
+    const int spanned = leaves.first, needed = leaves.second;
+    if (spanned <= needed) return false;
+    const int64_t since = job.compact_wait_since >= 0 ? job.compact_wait_since : s_.now;
+    const int64_t deadline = since + cfg.compact_wait_s;
+    if (s_.now >= deadline) return false;
+    std::optional<FoundReservation> found;
+    if (compact_reservations_ < cfg.reservation_depth) {
+      auto compact = [&](const ClusterUsage& u, const Request& r) -> std::optional<Choice> {
+        auto c = place(u, r);
+        if (c && leaves_of(c->gpus).first > needed) c.reset();
+        return c;
+      };
+      found = find_reservation(releases_, usage_, req, s_.now, compact, scratch_);
+      if (!found) return false;
+    }
+    std::string message;
+    if (cfg.explain) {
+      message = "waiting for a compact placement: " + std::to_string(spanned) + " leaves free now, " +
+                std::to_string(needed) + " needed; ";
+      message += found ? "reserved to start at t=" + std::to_string(found->start_time)
+                       : std::string("no reservation (") + std::to_string(compact_reservations_) +
+                             " compact waits ahead hold one)";
+      message += ", starts anyway at t=" + std::to_string(deadline);
+    }
+    pend(job, priority, PendingReason::kCompact, std::move(message));
+    plan_.pending.back().estimated_start = found ? std::min(found->start_time, deadline) : deadline;
+    plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
+    if (!cfg.backfill) blocked_by_ = job.id;
+    if (!found) return true;
+    ++compact_reservations_;
+    const Window held{found->start_time, req.window.end >= kForever
+                                             ? kForever
+                                             : found->start_time + (req.window.end - req.window.start)};
+    usage_.reserve(found->gpus, held);
+    releases_.add(held.end, {}, {});
+    plan_.reservations.push_back({job.id, found->start_time, std::move(found->gpus)});
+    return true;
   }
 
   bool enough_free(const Request& req) const {
@@ -269,6 +333,7 @@ class Pass {
   FailMemo memo_;
   std::unordered_map<std::string, int> user_used_, project_used_;
   int reservations_ = 0;
+  int compact_reservations_ = 0;  // compact waits' reservations: a budget of their own (wait_for_compact)
   std::optional<JobId> blocked_by_;
   Plan plan_;
 };

@@ -22,6 +22,7 @@ enum class PendingReason {
   kReservation,     // would fit, but would delay a higher-priority job's reservation
   kPriority,        // blocked behind higher-priority jobs (no backfill)
   kPreempting,      // waiting for preempted jobs to leave (start follows)
+  kCompact,         // fits now only on more leaf groups than its minimum: waits for a compact placement
 };
 std::string_view to_string(PendingReason r);
 
@@ -62,6 +63,9 @@ struct Plan {
   std::vector<Reservation> reservations;
   std::vector<PendingInfo> pending;       // every pending job that did not start, in priority order
   std::vector<Rejection> rejected;
+  // The earliest time a pass may start a job with nothing else changed (the end of a compact wait): a
+  // shell that runs passes only on events schedules one for then. Unset: no such time.
+  std::optional<int64_t> wake_at;
 };
 
 }  // namespace railyard::sched

@@ -17,7 +17,9 @@ using jobs::JobId;
 using topology::GpuId;
 using topology::NodeId;
 
-enum class NodeHealth { kUp, kDrain, kDown };
+// kRemoved: taken out of the cluster by an admin (POST /nodes/{name}/remove) until resumed; like kDown it
+// is never placed on, and its GPUs are not capacity.
+enum class NodeHealth { kUp, kDrain, kDown, kRemoved };
 std::string_view to_string(NodeHealth h);
 
 // One GPU slice held by a MIG job: slots [first_slot, first_slot + slots) of GPU `gpu`'s 8 memory slots.
@@ -44,6 +46,9 @@ struct PendingJob {
   const jobs::JobSpec* spec = nullptr;
   int64_t submit_time = 0;
   bool held = false;
+  // When a pass first made the job wait for a compact placement (PendingReason::kCompact), as the shell
+  // recorded it from that pass's plan and passes back every pass after; -1: not yet (the wait starts now).
+  int64_t compact_wait_since = -1;
 };
 
 // State of a job that others depend on (afterok).
@@ -60,6 +65,12 @@ struct PolicyConfig {
   int64_t age_max_s = 7 * 24 * 3600;
   double allreduce_bytes = 1e9;    // message size of the allreduce estimate reported with each placement
   bool explain = true;             // false: skip building reason messages (simulator fast path)
+  // Compactness wait (an automatic `--switches=N@max-time`): a multi-node job whose best placement now
+  // spans more leaf groups than its minimum waits up to this many seconds, counted from when a pass first
+  // found it placeable only that way (PendingJob::compact_wait_since), for a placement on its minimum,
+  // holding a reservation on such a node set meanwhile; then it takes the best placement there is.
+  // 0 = off (start at once, however fragmented). Slurm's max_switch_wait defaults to 300 s too.
+  int64_t compact_wait_s = 300;
 };
 
 struct Snapshot {

@@ -34,14 +34,49 @@ const store::JobRecord* AgentHub::live_job(const std::string& alloc) const {
 void AgentHub::start() {
   const int64_t now = service_.now();
   grace_end_ = now + options_.reconcile_grace_s;
-  for (const auto& [id, r] : service_.table().jobs()) {
+  const auto& table = service_.table();
+  for (const auto& [id, r] : table.jobs()) {
     if (!live(r.state)) continue;
     track_started(r);
     Track& t = tracks_.at(alloc_id(r.id, r.attempt));
     t.restored = true;
     t.launch_sent.insert(r.nodes.begin(), r.nodes.end());
   }
+  for (const auto& [alloc, h] : table.gpu_holds()) {
+    Track t;
+    t.job = h.job;
+    t.nodes = h.nodes;
+    t.gpus = h.gpus;
+    t.ended = true;
+    t.restored = true;
+    t.launch_sent.insert(h.nodes.begin(), h.nodes.end());
+    tracks_.emplace(alloc, std::move(t));
+  }
+  for (topology::NodeId n = 0; n < table.cluster().node_count(); ++n)
+    if (table.health(n) == sched::NodeHealth::kRemoved) removed_.insert(table.cluster().node(n).name);
+  service_.add_pre_commit([this](WriteBatch& b) { add_holds(b); });
   service_.add_observer([this](const WriteBatch& b) { on_batch(b); });
+  if (!tracks_.empty()) spdlog::info("{} allocations live or held at start", tracks_.size());
+}
+
+bool AgentHub::outstanding(const Track& t, const std::string& node) const {
+  if (t.finished.count(node) || !t.launch_sent.count(node)) return false;
+  if (connected(node)) return true;
+  return t.restored && enabled() && !grace_over_ && !links_.count(node);
+}
+
+void AgentHub::add_holds(WriteBatch& b) const {
+  for (const auto& after : b.updates) {
+    const auto* before = service_.table().find(after.id);
+    if (!before || !live(before->state) || (live(after.state) && after.attempt == before->attempt)) continue;
+    const std::string alloc = alloc_id(before->id, before->attempt);
+    auto it = tracks_.find(alloc);
+    if (it == tracks_.end() || it->second.ended) continue;
+    store::GpuHold h{alloc, before->id, it->second.gpus, {}};
+    for (const auto& n : it->second.nodes)
+      if (outstanding(it->second, n)) h.nodes.push_back(n);
+    if (!h.nodes.empty() && !h.gpus.empty()) b.holds.push_back(std::move(h));
+  }
 }
 
 // Called after every applied batch: new placements get launch orders, allocations whose job left
@@ -60,10 +95,34 @@ void AgentHub::on_batch(const WriteBatch& b) {
     }
   };
   for (const auto& r : b.updates) look(r);  // inserts are new PENDING jobs
+  for (const auto& n : b.nodes) {
+    if (n.health == sched::NodeHealth::kRemoved) {
+      removed_.insert(n.name);
+      unlink(n.name);
+    } else if (removed_.erase(n.name) && enabled()) {
+      // Resumed: its agent must register within the heartbeat timeout, or the node goes DOWN.
+      links_[n.name] = {nullptr, "", service_.now()};
+    }
+  }
+  release_ended();
+}
+
+void AgentHub::release_ended() {
   std::vector<std::string> done;
   for (auto& [alloc, t] : tracks_)
     if (t.ended) done.push_back(alloc);
   for (const auto& a : done) maybe_release(a);
+}
+
+void AgentHub::unlink(const std::string& node) {
+  auto l = links_.find(node);
+  if (l == links_.end()) return;
+  if (auto c = conns_.find(l->second.peer); l->second.peer && c != conns_.end()) {
+    std::erase(c->second.nodes, node);
+    if (c->second.nodes.empty()) c->second.peer->close();
+  }
+  links_.erase(l);
+  spdlog::info("node {} removed: its agent connection no longer speaks for it", node);
 }
 
 void AgentHub::track_started(const store::JobRecord& r) {
@@ -131,31 +190,42 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
   ++stats_.launches_total;
 }
 
+// Kills go to the connected outstanding nodes; restored ones not registered yet are fenced when they do.
+// The hold itself came with the batch that ended the job (add_holds).
 void AgentHub::end_track(const std::string& alloc, Track& t) {
   t.ended = true;
-  bool outstanding = false;
+  std::vector<std::string> nodes;
   for (const auto& n : t.nodes) {
-    if (t.finished.count(n) || !connected(n) || !t.launch_sent.count(n)) continue;
+    if (!outstanding(t, n)) continue;
+    nodes.push_back(n);
+    if (!connected(n)) continue;
     const auto* r = service_.table().find(t.job);
     const std::string why =
         r ? "job " + std::to_string(t.job) + " is " + std::string(jobs::to_string(r->state)) : "job ended";
     send_to_node(n, {{"type", "kill"}, {"v", 1}, {"alloc", alloc}, {"node", n}, {"reason", why}});
-    outstanding = true;
   }
-  if (outstanding) service_.table().hold_gpus(alloc, t.job, t.gpus);
+  if (!nodes.empty() && !service_.table().holds(alloc)) {  // ended by a batch add_holds did not see
+    spdlog::warn("allocation {}: GPUs held in memory only", alloc);
+    service_.table().hold_gpus({alloc, t.job, t.gpus, std::move(nodes)});
+  }
 }
 
-// Forgets an ended allocation once no connected node may still run it, and frees its GPUs.
 void AgentHub::maybe_release(const std::string& alloc) {
   auto it = tracks_.find(alloc);
   if (it == tracks_.end() || !it->second.ended) return;
-  const Track& t = it->second;
-  for (const auto& n : t.nodes)
-    if (!t.finished.count(n) && connected(n) && t.launch_sent.count(n)) return;
-  const bool held = service_.table().holds(alloc);
-  service_.table().release_gpus(alloc);
-  tracks_.erase(it);
-  if (held) service_.request_pass();
+  for (const auto& n : it->second.nodes)
+    if (outstanding(it->second, n)) return;
+  Track t = std::move(it->second);
+  tracks_.erase(it);  // before the commit: its observers (on_batch) see the allocation gone
+  if (!service_.table().holds(alloc)) return;
+  WriteBatch b;
+  b.released.push_back(alloc);
+  if (auto s = commit(b); !s) {
+    spdlog::error("release of allocation {}: commit failed: {}", alloc, s.error().message);
+    tracks_.emplace(alloc, std::move(t));  // tried again on the next tick
+    return;
+  }
+  service_.request_pass();
 }
 
 void AgentHub::end_job(WriteBatch& b, const store::JobRecord& r, JobState end, std::optional<int> exit_code,
@@ -339,7 +409,9 @@ void AgentHub::tick() {
   for (auto& [name, l] : links_) {
     if (now - l.last_seen < options_.heartbeat_timeout_s) continue;
     const auto id = service_.table().cluster().find_node(name);
-    if (id < 0 || service_.table().health(id) == sched::NodeHealth::kDown) continue;
+    if (id < 0 || service_.table().health(id) == sched::NodeHealth::kDown ||
+        service_.table().health(id) == sched::NodeHealth::kRemoved)
+      continue;
     if (l.peer) {
       auto c = conns_.find(l.peer);
       l.peer = nullptr;  // the node leaves the connection; the connection stays for its other nodes
@@ -359,15 +431,13 @@ void AgentHub::tick() {
     std::vector<std::string> missing;
     const auto& c = service_.table().cluster();
     for (topology::NodeId n = 0; n < c.node_count(); ++n)
-      if (!links_.count(c.node(n).name) && service_.table().health(n) != sched::NodeHealth::kDown)
+      if (!links_.count(c.node(n).name) && service_.table().health(n) != sched::NodeHealth::kDown &&
+          service_.table().health(n) != sched::NodeHealth::kRemoved)
         missing.push_back(c.node(n).name);
     nodes_down(missing, "no agent registered");
   }
   launch_timeouts(now);
-  std::vector<std::string> ended;
-  for (const auto& [alloc, t] : tracks_)
-    if (t.ended) ended.push_back(alloc);
-  for (const auto& a : ended) maybe_release(a);
+  release_ended();
   for (auto p = pending_.begin(); p != pending_.end();) {
     if (p->second.deadline > now) {
       ++p;

@@ -34,6 +34,10 @@ std::string fresh_challenge() {
   return hex(b, sizeof b);
 }
 
+bool contains_node(const std::vector<std::string>& nodes, const std::string& n) {
+  return std::find(nodes.begin(), nodes.end(), n) != nodes.end();
+}
+
 bool same_secret(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -196,12 +200,20 @@ void AgentHub::on_register(Conn& c, const json& m) {
   const int64_t now = service_.now();
   const auto& cluster = service_.table().cluster();
   json accepted = json::array(), rejected = json::array(), kills = json::array();
+  std::set<std::pair<std::string, std::string>> still_running;  // (alloc, node) as the agent reports
   WriteBatch b;
   for (const auto& n : m["nodes"]) {
     const std::string name = n["name"];
     const topology::NodeId id = cluster.find_node(name);
     if (id < 0) {
       rejected.push_back({{"name", name}, {"reason", "not in the cluster"}});
+      continue;
+    }
+    if (service_.table().health(id) == sched::NodeHealth::kRemoved) {
+      const std::string why = "removed by an admin (" + service_.table().health_reason(id) +
+                              "): POST /api/v1/nodes/" + name + "/resume first";
+      spdlog::warn("agent {}: node {} refused: {}", c.agent, name, why);
+      rejected.push_back({{"name", name}, {"reason", why}});
       continue;
     }
     auto& link = links_[name];
@@ -234,6 +246,7 @@ void AgentHub::on_register(Conn& c, const json& m) {
       health_changes(b, name, n["health"].value("ok", true), n["health"].value("reason", ""), now);
     for (const auto& run : n.value("running", json::array())) {
       const std::string alloc = run.at("alloc");
+      still_running.emplace(alloc, name);
       const store::JobRecord* r = live_job(alloc);
       auto t = tracks_.find(alloc);
       const bool current = r && t != tracks_.end() && !t->second.ended &&
@@ -253,6 +266,11 @@ void AgentHub::on_register(Conn& c, const json& m) {
       t->second.absent.erase(name);
     }
   }
+  // Ended allocations (their GPUs held) that a node does not report: not running there any more.
+  for (auto& [alloc, t] : tracks_)
+    if (t.ended)
+      for (const auto& name : c.nodes)
+        if (contains_node(t.nodes, name) && !still_running.count({alloc, name})) t.finished.insert(name);
   if (auto s = commit(b); !s) spdlog::error("register: commit failed: {}", s.error().message);
   send(c.peer.get(), {{"type", "registered"},
                       {"v", 1},
@@ -288,6 +306,7 @@ void AgentHub::on_register(Conn& c, const json& m) {
       end_job(fail, *r, jobs::JobState::kFailed, std::nullopt,
               "lost: not running on any node after scheduler restart", "scheduler", true);
   if (auto s = commit(fail); !s) spdlog::error("reconcile: commit failed: {}", s.error().message);
+  release_ended();
 }
 
 void AgentHub::health_changes(WriteBatch& b, const std::string& node, bool ok, const std::string& reason,
@@ -296,6 +315,7 @@ void AgentHub::health_changes(WriteBatch& b, const std::string& node, bool ok, c
   const topology::NodeId id = table.cluster().find_node(node);
   if (id < 0) return;
   const auto health = table.health(id);
+  if (health == sched::NodeHealth::kRemoved) return;
   const std::string& current = table.health_reason(id);
   const bool drained_by_check = health == sched::NodeHealth::kDrain && current.rfind("health: ", 0) == 0;
   if (!ok) {
@@ -313,6 +333,7 @@ void AgentHub::health_changes(WriteBatch& b, const std::string& node, bool ok, c
 
 void AgentHub::on_health(Conn& c, const json& m) {
   const std::string node = m.at("node");
+  if (removed_.count(node)) return;  // left this connection when an admin removed it
   if (std::find(c.nodes.begin(), c.nodes.end(), node) == c.nodes.end())
     throw json::other_error::create(502, "node " + node + " is not registered on this connection", nullptr);
   WriteBatch b;

@@ -3,8 +3,11 @@
 //
 //   agent ──hello/register──► handshake (HMAC of the challenge) ──► nodes linked, fencing, reconcile
 //   pass places a job ──observer──► Track(alloc) ──launch──► agents ──launched/alloc_finished──► commit
-//   job ends (API cancel, failure, node DOWN) ──observer──► kill to the nodes still running it; its GPUs
-//   stay held (JobTable::hold_gpus) until each node confirmed or went away
+//   job ends (API cancel, failure, node DOWN) ──pre-commit──► GPU hold written with the change ──observer──►
+//   kill to the nodes still running it; its GPUs stay held (JobTable::gpu_holds) until each node confirmed
+//   or went away, then the hold is deleted (WriteBatch::released)
+//   scheduler restart ──► holds reloaded; a held node that registers without the allocation confirms it,
+//   one that reports it is told to kill it; one that never registers within the grace goes DOWN → released
 //   tick() every second ──► heartbeat timeouts → node DOWN, jobs NODE_FAIL / requeued; end of grace;
 //   launch orders unanswered for launch_timeout_s → job FAILED / requeued
 //
@@ -119,14 +122,14 @@ class AgentHub {
     std::string agent;
     int64_t last_seen = 0;
   };
-  // A live (or ending) allocation.
+  // A live (or ending) allocation. An ended one restored from a persisted hold has only the hold's nodes.
   struct Track {
     JobId job = 0;
     std::vector<std::string> nodes;
     std::vector<topology::GpuId> gpus;
     std::set<std::string> launch_sent, launched, finished, absent;
     bool ended = false;     // the job left STARTING/RUNNING; waiting for kills to be confirmed
-    bool restored = false;  // live when the scheduler started (reconcile rules apply)
+    bool restored = false;  // live or held when the scheduler started (reconcile rules apply)
     std::optional<double> run_start;
     int master_port = 0;    // MASTER_PORT of the env launcher: unique among live tracks on the same first node
     int64_t launch_deadline = 0;  // the last launch order sent + launch_timeout_s
@@ -159,8 +162,18 @@ class AgentHub {
 
   void on_batch(const WriteBatch& b);
   void track_started(const store::JobRecord& r);
+  // Whether `node` may still run `t`: sent its launch, has not reported its end, and is connected, or
+  // (restored allocations, agents enabled) has not registered since the restart and the grace is not over.
+  bool outstanding(const Track& t, const std::string& node) const;
+  // Pre-commit hook: a GpuHold for each allocation whose job `b` takes out of STARTING/RUNNING (or to a
+  // new attempt) while a node may still run it.
+  void add_holds(WriteBatch& b) const;
   void end_track(const std::string& alloc, Track& t);
+  // Forgets an ended allocation once no node is outstanding; deletes its hold (a commit) if it had one.
   void maybe_release(const std::string& alloc);
+  void release_ended();
+  // A node removed by an admin leaves its connection (which closes when it has no node left).
+  void unlink(const std::string& node);
   void send_launch(const std::string& alloc, const Track& t, const std::string& node);
   // Ends a live job: `end` (FAILED, TIMEOUT, NODE_FAIL, COMPLETED), or PENDING when it asked for requeue
   // and `may_requeue`. Appends to `b` (not committed).
@@ -179,6 +192,7 @@ class AgentHub {
   std::unordered_map<Peer*, Conn> conns_;
   std::map<std::string, Link> links_;
   std::map<std::string, Track> tracks_;  // by allocation id
+  std::set<std::string> removed_;        // nodes whose health is kRemoved
   std::map<int64_t, Pending> pending_;   // logs / exec requests by req id
   int64_t next_req_ = 1;
   MetricsListener metrics_listener_;

@@ -52,13 +52,22 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
                "an integer 0..86400 (seconds)");
       if (s && !is_given)
         (key == "heartbeat_timeout" ? c.heartbeat_timeout_s : c.reconcile_grace_s) = v.get<int>();
+    } else if (key == "launch_timeout") {
+      s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 86400,
+               "an integer 1..86400 (seconds)");
+      if (s && !is_given) c.launch_timeout_s = v.get<int>();
+    } else if (key == "compact_wait") {
+      s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
+               "an integer 0..86400 (seconds; 0 = off)");
+      if (s && !is_given) c.compact_wait_s = v.get<int>();
     } else if (key == "private") {
       s = want(v.is_boolean(), "true or false");
       if (s && !is_given) c.private_reads = v.get<bool>();
     } else {
       s = invalid(file_path + ": " + key +
                   ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
-                  "agent_secret_file, heartbeat_timeout, reconcile_grace, tls_cert, tls_key)");
+                  "agent_secret_file, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, tls_cert, "
+                  "tls_key)");
     }
     if (!s) return s;
   }

@@ -1,7 +1,7 @@
 // The daemon's settings: command-line flags, optionally a JSON config file with the same keys
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
-//   "tls_cert": "...", "tls_key": "..."});
+//   "launch_timeout": 120, "compact_wait": 300, "tls_cert": "...", "tls_key": "..."});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -24,6 +24,8 @@ struct DaemonConfig {
   std::string agent_secret_file;   // "" = agents are refused
   int heartbeat_timeout_s = 30;
   int reconcile_grace_s = -1;      // -1 = the heartbeat timeout
+  int launch_timeout_s = 120;      // a connected node that answers no launch order fails the job (1..86400)
+  int compact_wait_s = 300;        // sched::PolicyConfig::compact_wait_s (0..86400; 0 = off)
   std::string tls_cert;            // PEM certificate chain; with tls_key: HTTPS/WSS only
   std::string tls_key;             // PEM private key
 };

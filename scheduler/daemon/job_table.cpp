@@ -188,11 +188,15 @@ void JobTable::load(store::StoredState state) {
   jobs_.clear();
   waiting_.clear();
   holding_.clear();
+  draining_.clear();
+  runs_.clear();
   std::fill(health_.begin(), health_.end(), sched::NodeHealth::kUp);
   std::fill(health_reason_.begin(), health_reason_.end(), std::string());
   WriteBatch b;
   b.inserts = std::move(state.jobs);
   b.nodes = std::move(state.nodes);
+  b.holds = std::move(state.holds);
+  b.runs = std::move(state.runs);
   apply(b);
 }
 
@@ -219,6 +223,62 @@ void JobTable::apply(const WriteBatch& batch) {
     health_[static_cast<size_t>(id)] = n.health;
     health_reason_[static_cast<size_t>(id)] = n.reason;
   }
+  for (const auto& h : batch.holds) hold_gpus(h);
+  for (const auto& a : batch.released) draining_.erase(a);
+  for (const auto& r : batch.runs) runs_.insert_or_assign({r.job, r.attempt}, r);
+}
+
+namespace {
+
+// How a run ended, from the record that ended it (see RunRecord::outcome).
+std::string run_outcome(const JobRecord& after) {
+  if (jobs::is_terminal(after.state)) return std::string(jobs::to_string(after.state));
+  if (after.reason.starts_with("preempted")) return "PREEMPTED";
+  constexpr std::string_view kRequeued = "requeued after ";  // AgentHub::end_job: "requeued after X: why"
+  if (after.reason.starts_with(kRequeued)) {
+    const std::string rest = after.reason.substr(kRequeued.size());
+    if (jobs::parse_state(rest.substr(0, rest.find(':')))) return rest.substr(0, rest.find(':'));
+  }
+  return "REQUEUED";
+}
+
+}  // namespace
+
+std::vector<store::RunRecord> JobTable::run_changes(const WriteBatch& batch, int64_t now) const {
+  std::vector<store::RunRecord> out;
+  for (const auto& after : batch.updates) {
+    const JobRecord* before = find(after.id);
+    if (!before) continue;
+    const bool was_live = holds_gpus(before->state), is_live = holds_gpus(after.state);
+    if (was_live && (!is_live || after.attempt != before->attempt)) {
+      auto it = runs_.find({before->id, before->attempt});
+      store::RunRecord run;
+      if (it != runs_.end()) {
+        run = it->second;
+      } else {  // a run the table has no record of (cannot happen after migration 4): rebuilt from the job
+        run.job = before->id;
+        run.attempt = before->attempt;
+        run.nodes = before->nodes;
+        run.gpus = before->gpus;
+        run.slices = before->slices;
+        run.start = before->start_time.value_or(now);
+      }
+      run.end = after.end_time.value_or(now);
+      run.outcome = run_outcome(after);
+      out.push_back(std::move(run));
+    }
+    if (is_live && (!was_live || after.attempt != before->attempt))
+      out.push_back({after.id, after.attempt, after.nodes, after.gpus, after.slices,
+                     after.start_time.value_or(now), std::nullopt, ""});
+  }
+  return out;
+}
+
+int JobTable::removed_gpus() const {
+  int n = 0;
+  for (topology::NodeId id = 0; id < cluster_.node_count(); ++id)
+    if (health_[static_cast<size_t>(id)] == sched::NodeHealth::kRemoved) n += cluster_.node(id).gpus;
+  return n;
 }
 
 const JobRecord* JobTable::find(JobId id) const {
@@ -269,8 +329,12 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   return s;
 }
 
-void JobTable::hold_gpus(const std::string& alloc, JobId job, std::vector<topology::GpuId> gpus) {
-  if (!gpus.empty()) draining_[alloc] = {job, std::move(gpus)};
+void JobTable::hold_gpus(store::GpuHold hold) {
+  // A stored hold may predate a change of the cluster file: GPUs it no longer has are dropped.
+  std::erase_if(hold.gpus, [&](topology::GpuId g) { return g < 0 || g >= cluster_.gpu_count(); });
+  if (hold.gpus.empty()) return;
+  std::string alloc = hold.alloc;
+  draining_.insert_or_assign(std::move(alloc), std::move(hold));
 }
 
 JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {

@@ -56,11 +56,23 @@ class JobTable {
   size_t active_count() const { return waiting_.size() + holding_.size(); }
 
   // GPUs of an ended (or requeued) allocation whose processes may still run: kept out of placements until
-  // every node confirmed the kill or went down. In memory only: after a restart, fencing on register kills
-  // such processes instead. Keyed by allocation id.
-  void hold_gpus(const std::string& alloc, JobId job, std::vector<topology::GpuId> gpus);
-  void release_gpus(const std::string& alloc) { draining_.erase(alloc); }
+  // every node confirmed the kill or went away. Persisted: a hold enters with the batch that ends its job
+  // (WriteBatch::holds, added by the agent hub's pre-commit hook) and leaves with WriteBatch::released;
+  // load() restores them. hold_gpus() holds in memory only (a fallback; see AgentHub::end_track).
+  void hold_gpus(store::GpuHold hold);
+  void release_gpus(const std::string& alloc) { draining_.erase(alloc); }  // memory only
   bool holds(const std::string& alloc) const { return draining_.count(alloc) > 0; }
+  const std::map<std::string, store::GpuHold>& gpu_holds() const { return draining_; }
+
+  // Every run of every job, by (job, attempt); the live ones have no end.
+  const std::map<std::pair<JobId, int>, store::RunRecord>& runs() const { return runs_; }
+  // The runs a batch starts or ends, judged against the table before it: an update that places a job
+  // starts run (job, attempt); one that takes a STARTING/RUNNING job out of that state or attempt ends
+  // its run at the update's end time (or `now`). Call before committing `batch`, append to batch.runs.
+  std::vector<store::RunRecord> run_changes(const WriteBatch& batch, int64_t now) const;
+
+  // GPUs of removed nodes: not capacity.
+  int removed_gpus() const;
 
   // The pass input; borrows specs held here (valid until the next load(); see above). O(jobs not
   // finished): pending and held jobs, then running ones, both in id order.
@@ -93,11 +105,8 @@ class JobTable {
   std::map<JobId, const JobRecord*> waiting_, holding_;
   std::vector<sched::NodeHealth> health_;
   std::vector<std::string> health_reason_;
-  struct Draining {
-    JobId job = 0;
-    std::vector<topology::GpuId> gpus;
-  };
-  std::map<std::string, Draining> draining_;
+  std::map<std::string, store::GpuHold> draining_;  // by allocation id
+  std::map<std::pair<JobId, int>, store::RunRecord> runs_;
 };
 
 // "job:<id>"

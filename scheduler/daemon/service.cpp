@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -82,14 +83,33 @@ Service::Service(const topology::Cluster& cluster, std::unique_ptr<store::StateS
                  Clock clock)
     : table_(cluster), store_(std::move(store)), loop_(std::move(loop)), clock_(std::move(clock)) {}
 
+// One submit commit between the flush (on the loop) and its apply (on the loop).
+struct Service::SubmitWork {
+  std::vector<QueuedSubmit> queue;
+  WriteBatch batch;
+  Status status = ok();
+};
+
 Service::~Service() {
-  alive_.reset();  // a pass finishing now posts an apply that will do nothing
+  alive_.reset();  // a pass or submit commit finishing now posts an apply that will do nothing
   thread_.reset();
+  submit_thread_.reset();
 }
 
 void Service::run_passes_on_thread() {
   thread_ = std::make_unique<PassThread>();
   executor_ = [t = thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); };
+}
+
+void Service::commit_submits_on_thread(std::unique_ptr<store::StateStore> store) {
+  submit_thread_ = std::make_unique<PassThread>();
+  set_submit_committer(std::move(store),
+                       [t = submit_thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); });
+}
+
+void Service::set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor) {
+  submit_store_ = std::move(store);
+  submit_executor_ = std::move(executor);
 }
 
 Status Service::open() {
@@ -143,15 +163,38 @@ void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, Submit
 
 void Service::flush_submits() {
   flush_posted_ = false;
-  std::vector<QueuedSubmit> queue = std::move(queue_);
+  if (submit_in_flight_ || queue_.empty()) return;  // the commit in flight flushes again when done
+  auto work = std::make_shared<SubmitWork>();
+  work->queue = std::move(queue_);
   queue_.clear();
-  WriteBatch b;
-  for (auto& q : queue)
+  WriteBatch& b = work->batch;
+  for (auto& q : work->queue)
     for (auto& r : q.jobs) {
       b.events.push_back({job_subject(r.id), r.submit_time, q.actor, "submitted"});
       b.inserts.push_back(std::move(r));
     }
-  const Status s = store_->commit(b);
+  stamp_events(b);
+  if (!submit_executor_) {
+    work->status = store_->commit(b);
+    return submits_committed(work);
+  }
+  submit_in_flight_ = true;
+  std::weak_ptr<char> alive = alive_;
+  submit_executor_([this, work, alive] {
+    work->status = submit_store_->commit(work->batch);
+    loop_.post(guarded("submit commit", [this, work, alive] {
+      if (!alive.expired()) submits_committed(work);
+    }));
+  });
+}
+
+void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
+  if (submit_in_flight_) {
+    submit_in_flight_ = false;
+    flush_submits();  // what queued meanwhile starts writing while this one is applied
+  }
+  const Status& s = work->status;
+  const WriteBatch& b = work->batch;
   if (s) {
     applied(b);
     stats_.submits_total += static_cast<int64_t>(b.inserts.size());
@@ -160,7 +203,7 @@ void Service::flush_submits() {
     spdlog::error("submit commit failed: {}", s.error().message);
   }
   size_t i = 0;
-  for (auto& q : queue) {
+  for (auto& q : work->queue) {
     std::vector<JobId> ids;
     for (size_t k = 0; k < q.jobs.size(); ++k) ids.push_back(b.inserts[i++].id);
     if (s) {
@@ -179,7 +222,7 @@ Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who
     return Error{ErrorCode::kPermission, "job " + std::to_string(id) + " belongs to " + cur->spec.user};
   auto batch = table_.event_changes(id, event, who.user, clock_());
   if (!batch) return batch.error();
-  if (auto s = store_->commit(*batch); !s) return s.error();
+  if (auto s = write(*batch); !s) return s.error();
   applied(*batch);
   spdlog::info("job {} {} by {}", id, jobs::to_string(event), who.user);
   request_pass();
@@ -189,11 +232,15 @@ Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who
 Status Service::set_node_health(const std::string& name, sched::NodeHealth health, std::string reason,
                                 const Caller& who) {
   if (!who.admin()) return Error{ErrorCode::kPermission, "node changes need the admin role"};
-  if (table_.cluster().find_node(name) < 0) return not_found("node " + name + " not found");
+  const topology::NodeId id = table_.cluster().find_node(name);
+  if (id < 0) return not_found("node " + name + " not found");
+  if (table_.health(id) == sched::NodeHealth::kRemoved && health != sched::NodeHealth::kUp)
+    return Error{ErrorCode::kConflict, "node " + name + " is removed: resume it first"};
   WriteBatch b;
   const std::string what = std::string(sched::to_string(health)) + (reason.empty() ? "" : ": " + reason);
   b.nodes.push_back({name, health, std::move(reason)});
   b.events.push_back({"node:" + name, clock_(), who.user, what});
+  stamp_events(b);
   if (auto s = store_->commit(b); !s) return s;
   applied(b);
   spdlog::info("node {} {} by {}", name, what, who.user);
@@ -201,14 +248,58 @@ Status Service::set_node_health(const std::string& name, sched::NodeHealth healt
   return ok();
 }
 
+Status Service::remove_node(const std::string& name, const Caller& who) {
+  if (!who.admin()) return Error{ErrorCode::kPermission, "node changes need the admin role"};
+  const topology::NodeId id = table_.cluster().find_node(name);
+  if (id < 0) return not_found("node " + name + " not found");
+  if (table_.health(id) == sched::NodeHealth::kRemoved) return ok();
+  auto on_node = [&](const std::vector<std::string>& nodes) {
+    return std::find(nodes.begin(), nodes.end(), name) != nodes.end();
+  };
+  for (const auto& [job, r] : table_.jobs())
+    if ((r.state == jobs::JobState::kStarting || r.state == jobs::JobState::kRunning) && on_node(r.nodes))
+      return Error{ErrorCode::kConflict,
+                   "node " + name + " runs job " + std::to_string(job) +
+                       ": drain it first and wait for its jobs to end (or cancel them)"};
+  for (const auto& [alloc, h] : table_.gpu_holds())
+    if (on_node(h.nodes))
+      return Error{ErrorCode::kConflict, "node " + name + " still holds the GPUs of allocation " + alloc +
+                                             " (its kill is not confirmed yet): try again once it is"};
+  WriteBatch b;
+  b.nodes.push_back({name, sched::NodeHealth::kRemoved, "removed by " + who.user});
+  b.events.push_back({"node:" + name, clock_(), who.user, "removed"});
+  stamp_events(b);
+  if (auto s = store_->commit(b); !s) return s;
+  applied(b);
+  spdlog::info("node {} removed by {}", name, who.user);
+  request_pass();
+  return ok();
+}
+
+Status Service::write(WriteBatch& batch) {
+  auto runs = table_.run_changes(batch, clock_());
+  batch.runs.insert(batch.runs.end(), std::make_move_iterator(runs.begin()),
+                    std::make_move_iterator(runs.end()));
+  for (const auto& hook : pre_commit_) hook(batch);
+  stamp_events(batch);
+  return store_->commit(batch);
+}
+
+void Service::stamp_events(WriteBatch& batch) const {
+  if (batch.events.empty()) return;
+  const int64_t ms = now_ms();
+  for (auto& e : batch.events)
+    if (e.time_ms == 0) e.time_ms = ms / 1000 == e.time ? ms : e.time * 1000;
+}
+
 void Service::applied(const WriteBatch& batch) {
   table_.apply(batch);
   for (const auto& o : observers_) o(batch);
 }
 
-Status Service::commit(const WriteBatch& batch) {
+Status Service::commit(WriteBatch batch) {
   if (batch.empty()) return ok();
-  if (auto s = store_->commit(batch); !s) return s;
+  if (auto s = write(batch); !s) return s;
   applied(batch);
   if (!batch.updates.empty() || !batch.nodes.empty()) request_pass();
   return ok();
@@ -237,6 +328,11 @@ void Service::run_pass() {
   auto work = std::make_shared<PassWork>();
   work->start = Clock::now();
   work->snap = table_.snapshot(clock_());
+  work->snap.config = policy_;
+  if (!compact_since_.empty())
+    for (auto& job : work->snap.pending)
+      if (auto it = compact_since_.find(job.id); it != compact_since_.end())
+        job.compact_wait_since = it->second;
   work->snapshot_time = Clock::now() - work->start;
   if (work->snap.pending.empty()) return;
   pass_in_flight_ = true;
@@ -263,6 +359,30 @@ void Service::run_pass() {
   compute();
 }
 
+// Keeps the compact-wait clocks of the jobs still waiting (every pending job that did not start is in
+// plan.pending), starts the clocks of new waits at the pass's time, and posts a pass for the earliest end
+// of a wait: nothing else may happen then.
+void Service::note_compact_waits(const PassWork& work) {
+  std::unordered_map<JobId, int64_t> kept;
+  for (const auto& info : work.plan.pending) {
+    if (auto it = compact_since_.find(info.job); it != compact_since_.end())
+      kept.emplace(info.job, it->second);
+    else if (info.reason == sched::PendingReason::kCompact)
+      kept.emplace(info.job, work.snap.now);
+  }
+  compact_since_ = std::move(kept);
+  const auto wake = work.plan.wake_at;
+  if (!wake || !loop_.post_after || (wake_posted_ && *wake_posted_ <= *wake)) return;
+  wake_posted_ = *wake;
+  const int64_t delay_ms = std::max<int64_t>(0, *wake * 1000 - now_ms()) + 20;  // into the wake second
+  std::weak_ptr<char> alive = alive_;
+  loop_.post_after(std::chrono::milliseconds(delay_ms), guarded("compact wait", [this, alive] {
+                     if (alive.expired()) return;
+                     wake_posted_.reset();
+                     request_pass();
+                   }));
+}
+
 void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
   using Clock = std::chrono::steady_clock;
   pass_in_flight_ = false;
@@ -280,9 +400,10 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
   }
   const auto t_apply = Clock::now();
   const int64_t now = clock_();
+  note_compact_waits(work);
   auto changes = table_.plan_changes(work.plan, now);
   WriteBatch& b = changes.batch;
-  if (auto s = store_->commit(b); !s) {
+  if (auto s = write(b); !s) {
     spdlog::error("scheduling pass: commit failed: {}", s.error().message);
     last_pass_end_ = Clock::now();
     if (again()) request_pass();

@@ -21,6 +21,12 @@
 // max(kMinPassInterval, last pass's duration (snapshot to applied)) after the last one was applied, so a
 // stream of submits is not one fsync'd pass per submit, and passes take at most about half of the time.
 // Submit flushes yield to the sockets once before committing, so requests already sent join the commit.
+//
+// In the daemon the submit commit itself runs off the loop too (commit_submits_on_thread), on a second
+// connection: the loop parses and validates the next requests while SQLite writes and fsyncs. One commit
+// is in flight at a time; submits that arrive meanwhile wait in the queue and form the next one, which starts
+// as soon as the last is done. A job enters the table, and its caller hears back, only once it is on disk.
+// The loop's own commits (actions, passes, agents) wait on SQLite's lock while a submit commit writes.
 #pragma once
 
 #include <chrono>
@@ -79,6 +85,11 @@ class Service {
   // the destructor; a test's executor must run or drop its work before the service is destroyed.
   void run_passes_on_thread();
   void set_pass_executor(Executor executor) { executor_ = std::move(executor); }
+  // Where submits commit (see the header comment): by default on the loop, through the service's store;
+  // with these, through `store` (a second connection to the same database) on `executor` (one task at a
+  // time, in order) or on a thread of the service's own. Call before open().
+  void commit_submits_on_thread(std::unique_ptr<store::StateStore> store);
+  void set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor);
 
   // Loads the store and requests a first pass.
   Status open();
@@ -89,16 +100,28 @@ class Service {
   store::StateStore& store() { return *store_; }
   const Loop& loop() const { return loop_; }
   int64_t now() const { return clock_(); }
+  // Milliseconds since the epoch, for event times; by default now() * 1000 (tests' clocks).
+  void set_clock_ms(Clock clock_ms) { clock_ms_ = std::move(clock_ms); }
+  int64_t now_ms() const { return clock_ms_ ? clock_ms_() : clock_() * 1000; }
 
-  // Writes `batch`, applies it to the table, tells every observer and requests a pass: the one path for
-  // state changes made outside the service (the agent hub). Nothing is applied when the commit fails.
-  Status commit(const WriteBatch& batch);
+  // Writes `batch` (with what the pre-commit hooks add), applies it to the table, tells every observer and
+  // requests a pass: the one path for state changes made outside the service (the agent hub). Nothing is
+  // applied when the commit fails.
+  Status commit(WriteBatch batch);
+  // Called with every batch that may change jobs (actions, passes, commit(); not submits, which only
+  // insert PENDING jobs) before it is written, after the service added the runs it starts or ends
+  // (JobTable::run_changes): adds what must be durable with the change itself (the agent hub: the GPU
+  // holds of the allocations it ends). Must not commit.
+  using PreCommit = std::function<void(WriteBatch&)>;
+  void add_pre_commit(PreCommit hook) { pre_commit_.push_back(std::move(hook)); }
   // Called after every applied batch (submits, actions, passes, commit()), on the loop; also with the
   // waiting jobs whose reason a pass changed in memory only (JobTable::PendingNote), as updates.
   using Observer = std::function<void(const WriteBatch&)>;
   void add_observer(Observer observer) { observers_.push_back(std::move(observer)); }
   // Requests a scheduling pass (coalesced and paced; see the header comment).
   void request_pass();
+  // The policy every pass schedules with (default: sched::PolicyConfig's). Call before open().
+  void set_policy(const sched::PolicyConfig& policy) { policy_ = policy; }
 
   // The caller a bearer token stands for; kPermission-free: nullopt when the token is unknown.
   Result<std::optional<Caller>> authenticate(const std::string& token);
@@ -111,9 +134,14 @@ class Service {
 
   // cancel, hold, release: owner or admin; kConflict when the state forbids it.
   Result<JobRecord> act(JobId id, jobs::JobEvent event, const Caller& who);
-  // Admin only: drain (health kDrain with a reason) or resume (kUp).
+  // Admin only: drain (health kDrain with a reason) or resume (kUp). A removed node may only be resumed
+  // (kConflict otherwise).
   Status set_node_health(const std::string& name, sched::NodeHealth health, std::string reason,
                          const Caller& who);
+  // Admin only: health kRemoved (never placed on, not capacity, its agent refused) until resumed.
+  // kConflict, naming the job, while a STARTING/RUNNING job or a GPU hold is on the node. Removing a
+  // removed node changes nothing.
+  Status remove_node(const std::string& name, const Caller& who);
 
  private:
   struct QueuedSubmit {
@@ -122,19 +150,29 @@ class Service {
     SubmitDone done;
   };
   struct PassWork;
+  struct SubmitWork;
   class PassThread;
   void flush_submits();
+  void submits_committed(const std::shared_ptr<SubmitWork>& work);
   void run_pass();
   void finish_pass(const std::shared_ptr<PassWork>& done);
+  void note_compact_waits(const PassWork& work);
   void applied(const WriteBatch& batch);
+  // Adds run changes and the pre-commit hooks' records to `batch`, stamps its events, commits it.
+  Status write(WriteBatch& batch);
+  // Sets time_ms of the events that have none: now_ms(), or time * 1000 when now_ms() is in another second
+  // than the event's time (it was made in the second before).
+  void stamp_events(WriteBatch& batch) const;
 
   JobTable table_;
   std::unique_ptr<store::StateStore> store_;
   Loop loop_;
   Clock clock_;
+  Clock clock_ms_;
   JobId next_id_ = 1;
   std::vector<QueuedSubmit> queue_;
   bool flush_posted_ = false;
+  bool submit_in_flight_ = false;  // a submit commit runs on submit_executor_
   bool pass_posted_ = false;
   bool pass_in_flight_ = false;  // snapshot taken, plan not applied yet
   bool pass_again_ = false;      // a pass was requested while one was in flight
@@ -143,13 +181,23 @@ class Service {
   std::unordered_map<std::string, Caller> token_cache_;  // by token hash
   ServiceStats stats_;
   std::vector<Observer> observers_;
+  std::vector<PreCommit> pre_commit_;
   // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers
   // with the last snapshot's, so that snapshot is kept alive (last_work_, also executor-only) until the
   // next one is built: a new buffer can never have an old one's address.
   sched::Scheduler scheduler_;
   std::shared_ptr<PassWork> last_work_;
+  sched::PolicyConfig policy_;
+  // Loop only. When a pass first made each waiting job wait for a compact placement (the core's
+  // PendingJob::compact_wait_since; in memory: a restart starts the waits again), and the time of the pass
+  // posted for the earliest end of such a wait (Plan::wake_at), if one is posted.
+  std::unordered_map<JobId, int64_t> compact_since_;
+  std::optional<int64_t> wake_posted_;
   Executor executor_;
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // expired once destruction starts
+  std::unique_ptr<store::StateStore> submit_store_;  // used on submit_executor_ only
+  Executor submit_executor_;
+  std::unique_ptr<PassThread> submit_thread_;               // joined before submit_store_ closes
   std::unique_ptr<PassThread> thread_;                      // last: joined first
 };
 

@@ -78,6 +78,7 @@ class Simulator {
   int min_pending_gpus_ = INT_MAX;
   int64_t last_time_ = 0;
   int64_t last_pass_ = -kNever;
+  int64_t wake_ = kNever;  // the last plan's wake_at, until that time comes
   bool dirty_ = false;
   int64_t done_ = 0;
   int64_t last_progress_ = 0;
@@ -146,6 +147,7 @@ SimResult Simulator::run() {
     advance_to(t);
     complete_due(t);
     arrive_due(t);
+    if (t >= wake_) dirty_ = true, wake_ = kNever;  // a compact wait ends: a pass may start that job
     if (dirty_ && t >= last_pass_ + options_.pass_interval_s) {
       if (pass_can_start_something())
         pass(t);
@@ -171,6 +173,7 @@ int64_t Simulator::next_event_time() {
   if (!completions_.empty()) t = completions_.top().time;
   if (next_arrival_ < result_.jobs.size()) t = std::min(t, result_.jobs[next_arrival_].submit);
   if (dirty_) t = std::min(t, last_pass_ + options_.pass_interval_s);
+  if (wake_ < kNever) t = std::min(t, wake_);
   return t;
 }
 
@@ -221,6 +224,12 @@ void Simulator::pass(int64_t t) {
   ++result_.passes;
   last_pass_ = t;
   dirty_ = false;
+  wake_ = plan.wake_at.value_or(kNever);
+  for (const sched::PendingInfo& info : plan.pending)  // the compact wait's clock, as the daemon keeps it
+    if (info.reason == sched::PendingReason::kCompact) {
+      sched::PendingJob& job = snap_.pending[static_cast<size_t>(slot_[idx(info.job)])];
+      if (job.compact_wait_since < 0) job.compact_wait_since = t;
+    }
   for (const sched::Placement& p : plan.starts) apply_start(p, t);
   for (const sched::Rejection& r : plan.rejected) {
     if (r.job < 1 || static_cast<size_t>(r.job) > where_.size() || where_[idx(r.job)] != Where::kPending)

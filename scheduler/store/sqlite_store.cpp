@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 3> kMigrations = {
+constexpr std::array<std::string_view, 4> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -34,36 +34,58 @@ constexpr std::array<std::string_view, 3> kMigrations = {
        CREATE TABLE metrics (seq INTEGER PRIMARY KEY AUTOINCREMENT, job INTEGER NOT NULL,
          alloc TEXT NOT NULL, key TEXT NOT NULL, time REAL NOT NULL, data TEXT NOT NULL);
        CREATE INDEX metrics_by_job ON metrics(job, seq);)",
+    // 4: GPU holds of ended allocations (kill not confirmed yet), one row per run of a job (a requeued job
+    // has several; older databases get their jobs' last runs), nodes may be 'removed', event times in
+    // milliseconds too (NULL in older rows: read as time * 1000).
+    R"(CREATE TABLE gpu_holds (alloc TEXT PRIMARY KEY, job INTEGER NOT NULL, gpus TEXT NOT NULL,
+         nodes TEXT NOT NULL);
+       CREATE TABLE runs (job INTEGER NOT NULL, attempt INTEGER NOT NULL, nodes TEXT NOT NULL,
+         gpus TEXT NOT NULL, gpu_count INTEGER NOT NULL, start_time INTEGER NOT NULL, end_time INTEGER,
+         outcome TEXT NOT NULL DEFAULT '', PRIMARY KEY (job, attempt));
+       INSERT INTO runs(job, attempt, nodes, gpus, gpu_count, start_time, end_time, outcome)
+         SELECT id, MAX(attempt, 1), nodes, gpus, json_array_length(gpus), start_time, end_time,
+                CASE WHEN state IN ('STARTING', 'RUNNING') THEN '' ELSE state END
+         FROM jobs WHERE start_time IS NOT NULL;
+       ALTER TABLE events ADD COLUMN time_ms INTEGER;)",
 };
 
-// gpus column: whole GPUs as numbers, MIG slices as objects.
-std::string gpus_to_text(const JobRecord& r) {
-  if (r.slices.empty()) {  // the common case, without building a json value: "[0,1,2]"
+// gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
+std::string gpus_to_text(const std::vector<topology::GpuId>& gpus,
+                         const std::vector<sched::MigSlice>& slices) {
+  if (slices.empty()) {  // the common case, without building a json value: "[0,1,2]"
     std::string out = "[";
-    for (auto g : r.gpus) out += (out.size() > 1 ? "," : "") + std::to_string(g);
+    for (auto g : gpus) out += (out.size() > 1 ? "," : "") + std::to_string(g);
     return out + "]";
   }
   json a = json::array();
-  for (auto g : r.gpus) a.push_back(g);
-  for (const auto& s : r.slices)
+  for (auto g : gpus) a.push_back(g);
+  for (const auto& s : slices)
     a.push_back({{"gpu", s.gpu}, {"first_slot", s.first_slot}, {"slots", s.slots}, {"profile", s.profile}});
   return a.dump();
 }
+std::string gpus_to_text(const JobRecord& r) { return gpus_to_text(r.gpus, r.slices); }
 
-void gpus_from_text(const std::string& text, JobRecord& r) {
+void gpus_from_text(const std::string& text, std::vector<topology::GpuId>& gpus,
+                    std::vector<sched::MigSlice>& slices) {
   for (const json& e : json::parse(text)) {
     if (e.is_number_integer()) {
-      r.gpus.push_back(e.get<topology::GpuId>());
+      gpus.push_back(e.get<topology::GpuId>());
     } else {
-      r.slices.push_back({e.at("gpu").get<topology::GpuId>(), e.at("first_slot").get<int>(),
-                          e.at("slots").get<int>(), e.at("profile").get<std::string>()});
+      slices.push_back({e.at("gpu").get<topology::GpuId>(), e.at("first_slot").get<int>(),
+                        e.at("slots").get<int>(), e.at("profile").get<std::string>()});
     }
   }
+}
+void gpus_from_text(const std::string& text, JobRecord& r) { gpus_from_text(text, r.gpus, r.slices); }
+
+std::string names_to_text(const std::vector<std::string>& names) {
+  return names.empty() ? std::string("[]") : json(names).dump();
 }
 
 sched::NodeHealth parse_health(std::string_view s) {
   if (s == "drain") return sched::NodeHealth::kDrain;
   if (s == "down") return sched::NodeHealth::kDown;
+  if (s == "removed") return sched::NodeHealth::kRemoved;
   return sched::NodeHealth::kUp;
 }
 
@@ -186,6 +208,26 @@ Result<StoredState> SqliteStateStore::load() {
     while (q.step()) s.jobs.push_back(read_job(q));
     sql::Stmt n(db_, "SELECT name, health, reason FROM nodes ORDER BY name");
     while (n.step()) s.nodes.push_back({n.text(0), parse_health(n.text(1)), n.text(2)});
+    sql::Stmt h(db_, "SELECT alloc, job, gpus, nodes FROM gpu_holds ORDER BY alloc");
+    while (h.step()) {
+      GpuHold hold{h.text(0), h.int64(1), {}, json::parse(h.text(3)).get<std::vector<std::string>>()};
+      hold.gpus = json::parse(h.text(2)).get<std::vector<topology::GpuId>>();
+      s.holds.push_back(std::move(hold));
+    }
+    sql::Stmt r(
+        db_,
+        "SELECT job, attempt, nodes, gpus, start_time, end_time, outcome FROM runs ORDER BY job, attempt");
+    while (r.step()) {
+      RunRecord run;
+      run.job = r.int64(0);
+      run.attempt = static_cast<int>(r.int64(1));
+      run.nodes = json::parse(r.text(2)).get<std::vector<std::string>>();
+      gpus_from_text(r.text(3), run.gpus, run.slices);
+      run.start = r.int64(4);
+      run.end = r.opt_int64(5);
+      run.outcome = r.text(6);
+      s.runs.push_back(std::move(run));
+    }
     return s;
   });
 }
@@ -202,10 +244,20 @@ struct SqliteStateStore::Statements {
             "UPDATE jobs SET state=?, start_time=?, end_time=?, exit_code=?, reason=?, gpus=?, nodes=?, "
             "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=?, attempt=? WHERE id=?"),
         node(db, "INSERT OR REPLACE INTO nodes(name, health, reason) VALUES (?,?,?)"),
-        ev(db, "INSERT INTO events(subject, time, actor, what) VALUES (?,?,?,?)"),
+        ev(db, "INSERT INTO events(subject, time, actor, what, time_ms) VALUES (?,?,?,?,?)"),
         metric(db, "INSERT INTO metrics(job, alloc, key, time, data) VALUES (?,?,?,?,?)") {}
   sql::Stmt ins, upd, node, ev, metric;
+  // Rarer writes, prepared on first use.
+  std::unique_ptr<sql::Stmt> hold, unhold, run;
 };
+
+namespace {
+sql::Stmt& prepared(sqlite3* db, std::unique_ptr<sql::Stmt>& st, std::string_view sql) {
+  if (!st) st = std::make_unique<sql::Stmt>(db, sql);
+  st->reset();
+  return *st;
+}
+}  // namespace
 
 SqliteStateStore::SqliteStateStore(sqlite3* db) : db_(db) {}
 
@@ -215,7 +267,8 @@ void SqliteStateStore::write(const WriteBatch& b) {
   sql::Stmt& ins = st.ins;
   ins.reset();
   for (const auto& r : b.inserts) {
-    ins.bind(1, r.id).bind(2, jobs::to_json(r.spec).dump()).bind(3, r.spec.user).bind(4, r.submit_time);
+    const std::string spec = jobs::to_json_text(r.spec);
+    ins.bind(1, r.id).bind_static(2, spec).bind_static(3, r.spec.user).bind(4, r.submit_time);
     bind_mutable(ins, 5, r);
     ins.run();
   }
@@ -231,7 +284,36 @@ void SqliteStateStore::write(const WriteBatch& b) {
     node.bind(1, n.name).bind(2, sched::to_string(n.health)).bind(3, n.reason).run();
   sql::Stmt& ev = st.ev;
   ev.reset();
-  for (const auto& e : b.events) ev.bind(1, e.subject).bind(2, e.time).bind(3, e.actor).bind(4, e.what).run();
+  for (const auto& e : b.events)
+    ev.bind_static(1, e.subject)
+        .bind(2, e.time)
+        .bind_static(3, e.actor)
+        .bind_static(4, e.what)
+        .bind(5, e.time_ms ? std::optional<int64_t>(e.time_ms) : std::nullopt)
+        .run();
+  for (const auto& h : b.holds)
+    prepared(db_, st.hold, "INSERT OR REPLACE INTO gpu_holds(alloc, job, gpus, nodes) VALUES (?,?,?,?)")
+        .bind(1, h.alloc)
+        .bind(2, h.job)
+        .bind(3, json(h.gpus).dump())
+        .bind(4, names_to_text(h.nodes))
+        .run();
+  for (const auto& a : b.released)
+    prepared(db_, st.unhold, "DELETE FROM gpu_holds WHERE alloc = ?").bind(1, a).run();
+  for (const auto& r : b.runs)
+    prepared(
+        db_, st.run,
+        "INSERT OR REPLACE INTO runs(job, attempt, nodes, gpus, gpu_count, start_time, end_time, outcome) "
+        "VALUES (?,?,?,?,?,?,?,?)")
+        .bind(1, r.job)
+        .bind(2, int64_t{r.attempt})
+        .bind(3, names_to_text(r.nodes))
+        .bind(4, gpus_to_text(r.gpus, r.slices))
+        .bind(5, int64_t{r.gpu_count()})
+        .bind(6, r.start)
+        .bind(7, r.end)
+        .bind(8, r.outcome)
+        .run();
   if (b.metrics.empty()) return;
   sql::Stmt& m = st.metric;
   m.reset();
@@ -278,11 +360,13 @@ Result<std::optional<TokenRecord>> SqliteStateStore::find_token(const std::strin
 Result<std::vector<EventRecord>> SqliteStateStore::events(const std::string& subject, int limit) {
   return guarded([&]() -> Result<std::vector<EventRecord>> {
     sql::Stmt q(db_,
-                "SELECT subject, time, actor, what FROM (SELECT * FROM events WHERE ?1 = '' OR subject = ?1 "
-                "ORDER BY seq DESC LIMIT ?2) ORDER BY seq");
+                "SELECT subject, time, actor, what, time_ms FROM (SELECT * FROM events WHERE ?1 = '' OR "
+                "subject = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq");
     q.bind(1, subject).bind(2, int64_t{limit});
     std::vector<EventRecord> out;
-    while (q.step()) out.push_back({q.text(0), q.int64(1), q.text(2), q.text(3)});
+    while (q.step())
+      out.emplace_back(q.text(0), q.int64(1), q.text(2), q.text(3),
+                       q.opt_int64(4).value_or(q.int64(1) * 1000));
     return out;
   });
 }

@@ -36,6 +36,12 @@ Stmt& Stmt::bind(int i, std::string_view v) {
   return *this;
 }
 
+Stmt& Stmt::bind_static(int i, std::string_view v) {
+  if (sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC) != SQLITE_OK)
+    fail(db_, "bind");
+  return *this;
+}
+
 Stmt& Stmt::bind(int i, const std::optional<int64_t>& v) {
   if (v) return bind(i, *v);
   if (sqlite3_bind_null(st_, i) != SQLITE_OK) fail(db_, "bind");

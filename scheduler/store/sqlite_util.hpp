@@ -27,6 +27,8 @@ class Stmt {
 
   Stmt& bind(int i, int64_t v);
   Stmt& bind(int i, std::string_view v);
+  // Without a copy: `v` must stay alive and unchanged until the statement's next run() or reset().
+  Stmt& bind_static(int i, std::string_view v);
   Stmt& bind(int i, const std::optional<int64_t>& v);
   Stmt& bind(int i, const std::optional<double>& v);
   // Runs to the next row: true when there is one, false when done.

@@ -53,12 +53,22 @@ struct TokenRecord {
   Role role = Role::kUser;
 };
 
-// Audit log entry: subject is "job:<id>" or "node:<name>".
+// Audit log entry: subject is "job:<id>" or "node:<name>". `time_ms` is the same instant in milliseconds,
+// filled by the service when it commits the event (Service::stamp_events); 0 until then, and for rows written
+// before schema 4 the store reads time * 1000.
 struct EventRecord {
+  EventRecord() = default;
+  EventRecord(std::string subject, int64_t time, std::string actor, std::string what, int64_t time_ms = 0)
+      : subject(std::move(subject)),
+        time(time),
+        actor(std::move(actor)),
+        what(std::move(what)),
+        time_ms(time_ms) {}
   std::string subject;
-  int64_t time = 0;
+  int64_t time = 0;  // seconds
   std::string actor;
   std::string what;
+  int64_t time_ms = 0;
 };
 
 // One MLLOG event or telemetry sample an agent reported for a job (`data` is the event's JSON).
@@ -70,21 +80,52 @@ struct MetricSample {
   std::string data;
 };
 
+// GPUs of an ended (or requeued) allocation whose processes may still run on `nodes`: kept out of
+// placements until each of those nodes confirmed the kill or went away (see daemon/agents.hpp).
+struct GpuHold {
+  std::string alloc;  // "<job>.<attempt>"
+  JobId job = 0;
+  std::vector<topology::GpuId> gpus;  // GPUs (whole, or holding the MIG slices) of the allocation
+  std::vector<std::string> nodes;     // nodes whose kill is not confirmed yet
+};
+
+// One placement of a job (a requeued job has several): attempt `attempt` from `start` to `end`.
+struct RunRecord {
+  JobId job = 0;
+  int attempt = 0;
+  std::vector<std::string> nodes;
+  std::vector<topology::GpuId> gpus;    // whole GPUs
+  std::vector<sched::MigSlice> slices;  // MIG slices
+  int64_t start = 0;
+  std::optional<int64_t> end;  // null while the run lasts
+  // "" while it lasts; then the state it ended in (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL), or
+  // PREEMPTED, or REQUEUED (requeued after a failure, the run's own failure not known).
+  std::string outcome;
+  int gpu_count() const { return static_cast<int>(gpus.size() + slices.size()); }
+};
+
 struct StoredState {
   std::vector<JobRecord> jobs;  // by id
   std::vector<NodeRecord> nodes;
+  std::vector<GpuHold> holds;
+  std::vector<RunRecord> runs;  // by job, attempt
 };
 
 // Everything one commit writes. Inserts carry new jobs (spec included); updates rewrite every column but
-// the spec, user and submit time.
+// the spec, user and submit time. Holds and runs are written whole (insert or replace); `released` deletes
+// holds by allocation id.
 struct WriteBatch {
   std::vector<JobRecord> inserts;
   std::vector<JobRecord> updates;
   std::vector<NodeRecord> nodes;
   std::vector<EventRecord> events;
   std::vector<MetricSample> metrics;
+  std::vector<GpuHold> holds;
+  std::vector<std::string> released;
+  std::vector<RunRecord> runs;
   bool empty() const {
-    return inserts.empty() && updates.empty() && nodes.empty() && events.empty() && metrics.empty();
+    return inserts.empty() && updates.empty() && nodes.empty() && events.empty() && metrics.empty() &&
+           holds.empty() && released.empty() && runs.empty();
   }
 };
 

@@ -50,8 +50,14 @@ class Harness {
   }
   Plan plan() const { return schedule(snap_); }
 
-  // Applies starts (preempted victims go back to pending) and clears the pending list of started jobs.
+  // Applies starts (preempted victims go back to pending) and clears the pending list of started jobs;
+  // records when a job began waiting for a compact placement, as a shell does.
   void apply(const Plan& p) {
+    for (const auto& info : p.pending) {
+      if (info.reason != PendingReason::kCompact) continue;
+      for (auto& j : snap_.pending)
+        if (j.id == info.job && j.compact_wait_since < 0) j.compact_wait_since = snap_.now;
+    }
     for (const auto& st : p.starts) {
       for (JobId v : st.preempts) {
         auto it = std::find_if(snap_.running.begin(), snap_.running.end(), [&](const RunningJob& r) { return r.id == v; });

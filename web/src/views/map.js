@@ -115,7 +115,7 @@ function paintMap(canvas, {texts, rects, height}, owner, width) {
   }
   for (const r of rects) {
     const n = r.node;
-    const down = n.health === 'down';
+    const down = n.health === 'down' || n.health === 'removed';
     ctx.fillStyle = down ? kDown : '#f7f8fa';
     ctx.fillRect(r.x, r.y, r.w, r.hgt);
     // Allocated GPUs whose job is not listed (e.g. cancelled, not yet released by its agent) are grey.

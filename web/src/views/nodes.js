@@ -9,7 +9,7 @@ export function mount(root) {
   const filter = h('input', {id: 'node-filter', placeholder: 'node name contains', size: 20,
                              oninput: () => render()});
   const healthSel = h('select', {id: 'node-health', onchange: () => render()},
-                      ['', 'up', 'drain', 'down'].map((s) => h('option', {value: s, text: s || 'any health'})));
+                      ['', 'up', 'drain', 'down', 'removed'].map((s) => h('option', {value: s, text: s || 'any health'})));
   const status = h('span', {id: 'node-status', class: 'muted'});
   const tbody = h('tbody');
   const table = h('table', {class: 'jobs', id: 'nodes-table'},
@@ -32,7 +32,7 @@ export function mount(root) {
 
   const row = (n) => {
     const reason = h('input', {placeholder: 'reason', size: 16, class: 'reason'});
-    const action = n.health === 'drain'
+    const action = n.health === 'drain' || n.health === 'removed'
       ? h('button', {type: 'button', class: 'resume', text: 'Resume', onclick: () => act(n, 'resume')})
       : h('span', {}, reason, h('button', {type: 'button', class: 'drain', text: 'Drain',
                                            onclick: () => act(n, 'drain', reason.value)}));

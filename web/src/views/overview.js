@@ -41,6 +41,7 @@ export async function summary() {
   const nodes = nodesRes.nodes;
   const s = {gpus: 0, busy: 0, down: 0, drained: 0, nodes: nodes.length, nodesDown: 0, nodesDrain: 0};
   for (const n of nodes) {
+    if (n.health === 'removed') continue;  // out of the cluster until resumed: not capacity
     s.gpus += n.gpus;
     if (n.health === 'down') { s.down += n.gpus; s.nodesDown++; continue; }
     s.busy += n.gpus_allocated;

@@ -1,0 +1,174 @@
+// The compactness wait (PolicyConfig::compact_wait_s): a multi-node job that fits now only across more leaf
+// groups than its minimum waits, holding a reservation on a compact node set, up to the wait.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "scheduler/tests/harness.hpp"
+
+namespace railyard::sched {
+namespace {
+
+using testing::Harness;
+using testing::spec_gpus;
+
+// 4 leaf groups of 4 nodes (8 GPUs each). Busy: nodes 0,1 until t=100; 4,5 until t=200; 8-10 and 12-14
+// until t=1000. Free now: 2,3 | 6,7 | 11 | 15, so a 4-node job fits now only on 2 leaf groups, and on one
+// (nodes 0-3) from t=100.
+Harness fragmented(int64_t compact_wait_s) {
+  auto h = Harness::fat_tree(16, 4);
+  h.snapshot().config.compact_wait_s = compact_wait_s;
+  const std::pair<NodeId, int64_t> busy[] = {{0, 100},  {1, 100},   {4, 200},   {5, 200},   {8, 1000},
+                                             {9, 1000}, {10, 1000}, {12, 1000}, {13, 1000}, {14, 1000}};
+  for (auto [n, end] : busy) h.run(spec_gpus(8, end), h.gpus_of(n, 0, 8), 0);
+  h.snapshot().now = 10;
+  return h;
+}
+
+// Ends the running jobs whose time limit is reached at `now`, then moves the clock there.
+void advance(Harness& h, int64_t now) {
+  auto& running = h.snapshot().running;
+  std::erase_if(running, [&](const RunningJob& r) { return r.expected_end() <= now; });
+  h.snapshot().now = now;
+}
+
+std::set<NodeId> nodes_of(const Harness& h, const std::vector<GpuId>& gpus) {
+  std::set<NodeId> out;
+  for (GpuId g : gpus) out.insert(h.cluster().node_of(g));
+  return out;
+}
+
+TEST(CompactWait, WaitsThenStartsOnItsMinimumWhenACompactSetFrees) {
+  auto h = fragmented(300);
+  const JobId big = h.submit(spec_gpus(32, 3600), 10);
+  Plan plan = h.plan();
+  EXPECT_EQ(Harness::find_start(plan, big), nullptr);
+  const PendingInfo* info = Harness::find_pending(plan, big);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->reason, PendingReason::kCompact);
+  EXPECT_NE(info->message.find("waiting for a compact placement: 2 leaves free now, 1 needed"),
+            std::string::npos)
+      << info->message;
+  ASSERT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(plan.reservations[0].start_time, 100);
+  EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3}));
+  EXPECT_EQ(info->estimated_start, 100);
+  EXPECT_EQ(plan.wake_at, 10 + 300);
+  h.apply(plan);
+  EXPECT_EQ(h.snapshot().pending[0].compact_wait_since, 10);
+
+  advance(h, 50);  // still fragmented: still waiting, on the clock started at t=10
+  plan = h.plan();
+  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  EXPECT_EQ(plan.wake_at, 10 + 300);
+  h.apply(plan);
+
+  advance(h, 100);  // nodes 0 and 1 come back
+  plan = h.plan();
+  const Placement* p = Harness::find_start(plan, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 1);
+  EXPECT_EQ(p->min_leaves, 1);
+  EXPECT_EQ(std::set<NodeId>(p->nodes.begin(), p->nodes.end()), (std::set<NodeId>{0, 1, 2, 3}));
+}
+
+TEST(CompactWait, AfterTheWaitStartsOnTheBestPlacementThereIs) {
+  auto h = fragmented(60);  // the compact set frees at t=100, after the wait ends at t=70
+  const JobId big = h.submit(spec_gpus(32, 3600), 0);  // submitted earlier: the wait counts from t=10
+  Plan plan = h.plan();
+  ASSERT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  EXPECT_EQ(plan.wake_at, 70);
+  h.apply(plan);
+  advance(h, 69);
+  plan = h.plan();
+  EXPECT_EQ(Harness::find_start(plan, big), nullptr);
+  h.apply(plan);
+  advance(h, 70);
+  plan = h.plan();
+  const Placement* p = Harness::find_start(plan, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 2);
+  EXPECT_EQ(p->min_leaves, 1);
+  EXPECT_FALSE(plan.wake_at.has_value());
+}
+
+TEST(CompactWait, ZeroTurnsItOff) {
+  auto h = fragmented(0);
+  const JobId big = h.submit(spec_gpus(32, 3600), 10);
+  Plan plan = h.plan();
+  const Placement* p = Harness::find_start(plan, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 2);
+  EXPECT_TRUE(plan.reservations.empty());
+  EXPECT_FALSE(plan.wake_at.has_value());
+}
+
+TEST(CompactWait, TheReservationKeepsSmallJobsOffTheCompactSetButBackfillRunsAroundIt) {
+  auto h = fragmented(300);
+  const JobId big = h.submit(spec_gpus(32, 3600), 10);  // largest: first by the size factor
+  std::vector<JobId> small;
+  for (int i = 0; i < 5; ++i) small.push_back(h.submit(spec_gpus(8, 3600), 10));  // end after t=100
+  const JobId quick = h.submit(spec_gpus(8, 60), 10);  // ends at t=70, before the reservation starts
+  Plan plan = h.plan();
+  ASSERT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_FALSE(plan.reservations.empty());
+  const std::set<NodeId> reserved = nodes_of(h, plan.reservations[0].gpus);
+  int started = 0;
+  for (JobId id : small) {
+    if (const Placement* p = Harness::find_start(plan, id)) {
+      ++started;
+      EXPECT_FALSE(reserved.count(p->nodes[0])) << "job " << id << " on reserved node " << p->nodes[0];
+    }
+  }
+  EXPECT_EQ(started, 4);  // nodes 6, 7, 11, 15; the fifth would need a reserved node
+  const Placement* q = Harness::find_start(plan, quick);
+  ASSERT_NE(q, nullptr);  // backfill: it ends before the reservation starts
+  EXPECT_TRUE(reserved.count(q->nodes[0]));
+}
+
+TEST(CompactWait, SingleNodeJobsAndCompactFitsNeverWait) {
+  auto h = fragmented(300);
+  const JobId one = h.submit(spec_gpus(8, 3600), 10);
+  const JobId two = h.submit(spec_gpus(16, 3600), 10);  // 2 nodes: one leaf group has room
+  Plan plan = h.plan();
+  const Placement* p1 = Harness::find_start(plan, one);
+  const Placement* p2 = Harness::find_start(plan, two);
+  ASSERT_NE(p1, nullptr);
+  ASSERT_NE(p2, nullptr);
+  EXPECT_EQ(p2->leaves_spanned, 1);
+  EXPECT_TRUE(plan.reservations.empty());
+  EXPECT_FALSE(plan.wake_at.has_value());
+}
+
+TEST(CompactWait, PastItsReservationBudgetAJobWaitsWithoutOne) {
+  auto h = fragmented(300);
+  h.snapshot().config.reservation_depth = 1;  // compact waits get this many reservations of their own
+  const JobId first = h.submit(spec_gpus(32, 3600), 5);
+  const JobId second = h.submit(spec_gpus(32, 3600), 10);
+  Plan plan = h.plan();
+  ASSERT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(plan.reservations[0].job, first);
+  const PendingInfo* info = Harness::find_pending(plan, second);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->reason, PendingReason::kCompact);  // 3 leaf groups now (6,7 | 11 | 15): it waits
+  EXPECT_NE(info->message.find("no reservation"), std::string::npos) << info->message;
+  EXPECT_EQ(info->estimated_start, 10 + 300);
+  EXPECT_EQ(plan.wake_at, 10 + 300);
+}
+
+TEST(CompactWait, NoReachableCompactSetMeansNoWait) {
+  // 7 nodes need 2 leaf groups of 4 on an empty cluster; with a node drained in every group no 2 groups
+  // ever hold 7, so no compact reservation exists and the job starts at once on 3.
+  auto h = Harness::fat_tree(16, 4);
+  h.snapshot().health.assign(16, NodeHealth::kUp);
+  for (NodeId n : {0, 4, 8, 12}) h.snapshot().health[static_cast<size_t>(n)] = NodeHealth::kDrain;
+  const JobId seven = h.submit(spec_gpus(56, 3600), 0);
+  Plan plan = h.plan();
+  const Placement* p = Harness::find_start(plan, seven);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->min_leaves, 2);
+  EXPECT_EQ(p->leaves_spanned, 3);
+}
+
+}  // namespace
+}  // namespace railyard::sched

@@ -1,0 +1,131 @@
+// The daemon's side of the compactness wait (scheduler/README.md, "Compactness wait"): the Service keeps
+// when each job began waiting across passes, shows the reason, and posts a pass for the end of the wait.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+
+#include "scheduler/daemon/service.hpp"
+#include "scheduler/store/sqlite_store.hpp"
+#include "tests/daemon_client.hpp"
+#include "topology/io_json.hpp"
+
+namespace railyard::daemon {
+namespace {
+
+using jobs::JobState;
+
+// 4 nodes, 2 leaf groups of 2; a loop whose delayed work waits until the test fires it.
+class CompactDaemon {
+ public:
+  explicit CompactDaemon(const testing::TempDir& dir) {
+    auto c =
+        topology::read_cluster_json(R"({"name": "four", "nodes": [{"names": "n[1-4]", "profile": "dgx-h100"}],
+      "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n[1-2]"},
+                   {"name": "leaf2", "level": "leaf", "nodes": "n[3-4]"},
+                   {"name": "spine", "level": "spine", "children": ["leaf1", "leaf2"]}]})");
+    if (!c) throw std::runtime_error(c.error().message);
+    cluster_ = std::make_unique<topology::Cluster>(std::move(*c));
+    auto st = store::SqliteStateStore::open(dir.file("s.db"));
+    if (!st) throw std::runtime_error(st.error().message);
+    Loop loop{[this](std::function<void()> fn) { work_.push_back(std::move(fn)); },
+              [this](std::chrono::milliseconds delay, std::function<void()> fn) {
+                timers.push_back({delay, std::move(fn)});
+              }};
+    svc = std::make_unique<Service>(*cluster_, std::move(*st), std::move(loop), [this] { return now; });
+    if (!svc->open()) throw std::runtime_error("open failed");
+    run();
+  }
+  // Runs posted work, and delayed work under a second (the pass pacing) as if its time had come.
+  void run() {
+    for (;;) {
+      while (!work_.empty()) {
+        auto fn = std::move(work_.front());
+        work_.pop_front();
+        fn();
+      }
+      auto it = std::find_if(timers.begin(), timers.end(),
+                             [](const auto& t) { return t.first < std::chrono::seconds(1); });
+      if (it == timers.end()) return;
+      work_.push_back(std::move(it->second));
+      timers.erase(it);
+    }
+  }
+  jobs::JobId submit(int gpus) {
+    jobs::JobSpec spec;
+    spec.gpus = gpus;
+    spec.time_limit_s = 3600;
+    EXPECT_TRUE(svc->prepare(spec, kAdmin));
+    jobs::JobId id = 0;
+    svc->submit({spec}, kAdmin, [&](Result<std::vector<jobs::JobId>> r) { id = r->front(); });
+    run();
+    return id;
+  }
+  // Fires every timer posted so far, then runs the loop.
+  void fire_timers() {
+    auto due = std::move(timers);
+    timers.clear();
+    for (auto& t : due) t.second();
+    run();
+  }
+  const JobRecord& job(jobs::JobId id) const { return *svc->table().find(id); }
+
+  static inline const Caller kAdmin{"root", store::Role::kAdmin};
+  int64_t now = 1000;
+  std::unique_ptr<Service> svc;
+  std::vector<std::pair<std::chrono::milliseconds, std::function<void()>>> timers;
+
+ private:
+  std::unique_ptr<topology::Cluster> cluster_;
+  std::deque<std::function<void()>> work_;
+};
+
+TEST(DaemonCompactWait, WaitsWithAReasonKeepsItsClockAndStartsWhenTheWaitEnds) {
+  testing::TempDir dir;
+  CompactDaemon d(dir);
+  sched::PolicyConfig policy;
+  policy.compact_wait_s = 300;
+  d.svc->set_policy(policy);
+  const jobs::JobId one = d.submit(8);  // n1
+  ASSERT_EQ(d.job(one).state, JobState::kStarting);
+  ASSERT_TRUE(d.svc->set_node_health("n4", sched::NodeHealth::kDrain, "test", CompactDaemon::kAdmin));
+  d.run();
+  // Free: n2 (leaf1) and n3 (leaf2). Two nodes fit now only across both leaf groups; n1+n2 from t=4600.
+  const jobs::JobId two = d.submit(16);
+  EXPECT_EQ(d.job(two).state, JobState::kPending);
+  EXPECT_EQ(
+      d.job(two).reason.rfind("compact: waiting for a compact placement: 2 leaves free now, 1 needed", 0), 0u)
+      << d.job(two).reason;
+  bool posted = false;
+  for (const auto& t : d.timers) posted = posted || t.first >= std::chrono::milliseconds(300'000);
+  EXPECT_TRUE(posted) << "a pass for the end of the wait";
+
+  d.now = 1200;  // a pass on the way: still waiting, on the clock started at t=1000
+  d.svc->request_pass();
+  d.run();
+  EXPECT_EQ(d.job(two).state, JobState::kPending);
+  EXPECT_NE(d.job(two).reason.find("starts anyway at t=1300"), std::string::npos) << d.job(two).reason;
+
+  d.now = 1300;
+  d.fire_timers();
+  ASSERT_EQ(d.job(two).state, JobState::kStarting) << d.job(two).reason;
+  EXPECT_EQ(d.job(two).leaves_spanned, 2);
+}
+
+TEST(DaemonCompactWait, ZeroStartsAtOnce) {
+  testing::TempDir dir;
+  CompactDaemon d(dir);
+  sched::PolicyConfig policy;
+  policy.compact_wait_s = 0;
+  d.svc->set_policy(policy);
+  d.submit(8);
+  ASSERT_TRUE(d.svc->set_node_health("n4", sched::NodeHealth::kDrain, "test", CompactDaemon::kAdmin));
+  d.run();
+  const jobs::JobId two = d.submit(16);
+  ASSERT_EQ(d.job(two).state, JobState::kStarting) << d.job(two).reason;
+  EXPECT_EQ(d.job(two).leaves_spanned, 2);
+}
+
+}  // namespace
+}  // namespace railyard::daemon
