@@ -256,7 +256,8 @@ TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
       [&](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
   daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
   std::deque<std::function<void()>> committer;
-  svc.set_submit_committer(std::move(*second), [&](std::function<void()> fn) { committer.push_back(std::move(fn)); });
+  svc.set_submit_committer(
+      std::move(*second), [&](std::function<void()> fn) { committer.push_back(std::move(fn)); }, 2);
   ASSERT_TRUE(svc.open());
   loop.run();
   const daemon::Caller ada{"ada", store::Role::kUser};
@@ -307,6 +308,13 @@ TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
   EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM events WHERE what = 'submitted'"), 6);
   EXPECT_EQ(svc.table().find(2)->state, JobState::kCancelled);
   EXPECT_TRUE(committer.empty());
+  // Fewer jobs than the committer's minimum (2) commit on the loop.
+  submit(1);
+  loop.run();
+  EXPECT_TRUE(committer.empty());
+  ASSERT_EQ(acked.size(), 4u);
+  EXPECT_EQ(acked[3], (std::vector<jobs::JobId>{7}));
+  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 7);
 }
 
 // The daemon's form: a real thread and a loop that other threads post to.
@@ -339,7 +347,7 @@ TEST(Service, SubmitCommitsOnTheirOwnThreadLoseAndReorderNothing) {
     return true;
   };
   daemon::Service svc(*cluster, std::move(*st), std::move(loop), [] { return int64_t{5000}; });
-  svc.commit_submits_on_thread(std::move(*second));
+  svc.commit_submits_on_thread(std::move(*second), 1);
   ASSERT_TRUE(svc.open());
   const daemon::Caller ada{"ada", store::Role::kUser};
   jobs::JobSpec spec;

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "jobs/validate.hpp"
 #include "scheduler/api/auth.hpp"
@@ -101,15 +102,18 @@ void Service::run_passes_on_thread() {
   executor_ = [t = thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); };
 }
 
-void Service::commit_submits_on_thread(std::unique_ptr<store::StateStore> store) {
+void Service::commit_submits_on_thread(std::unique_ptr<store::StateStore> store, size_t min_jobs) {
   submit_thread_ = std::make_unique<PassThread>();
-  set_submit_committer(std::move(store),
-                       [t = submit_thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); });
+  set_submit_committer(
+      std::move(store), [t = submit_thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); },
+      min_jobs);
 }
 
-void Service::set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor) {
+void Service::set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor,
+                                   size_t min_jobs) {
   submit_store_ = std::move(store);
   submit_executor_ = std::move(executor);
+  submit_thread_min_jobs_ = min_jobs;
 }
 
 Status Service::open() {
@@ -143,6 +147,7 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who) const {
 }
 
 void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done) {
+  queued_jobs_ += specs.size();
   QueuedSubmit q{{}, who.user, std::move(done)};
   const int64_t now = clock_();
   for (auto& spec : specs) {
@@ -153,12 +158,24 @@ void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, Submit
     q.jobs.push_back(std::move(r));
   }
   queue_.push_back(std::move(q));
+  ++submit_arrivals_;
   if (!flush_posted_) {
     flush_posted_ = true;
-    // Posted twice: the loop polls its sockets once more before the flush, so requests that arrived
-    // meanwhile join this commit (one fsync) instead of the next.
-    loop_.post([this] { loop_.post(guarded("submit flush", [this] { flush_submits(); })); });
+    post_flush(submit_arrivals_, 0, 0);
   }
+}
+
+// The flush waits until kQuietFlushTurns turns of the loop in a row brought no new submit (at most
+// kMaxFlushTurns turns), so the requests that arrived meanwhile join this commit (one fsync) instead of the
+// next: what other clients sent at the same time, and a pipelining client's next submits, which the server
+// reads one every few turns.
+void Service::post_flush(uint64_t seen, int quiet_turns, int turns) {
+  loop_.post(guarded("submit flush", [this, seen, quiet_turns, turns] {
+    const int quiet = submit_arrivals_ == seen ? quiet_turns + 1 : 0;
+    if (quiet < kQuietFlushTurns && turns < kMaxFlushTurns)
+      return post_flush(submit_arrivals_, quiet, turns + 1);
+    flush_submits();
+  }));
 }
 
 void Service::flush_submits() {
@@ -167,6 +184,7 @@ void Service::flush_submits() {
   auto work = std::make_shared<SubmitWork>();
   work->queue = std::move(queue_);
   queue_.clear();
+  const size_t jobs = std::exchange(queued_jobs_, 0);
   WriteBatch& b = work->batch;
   for (auto& q : work->queue)
     for (auto& r : q.jobs) {
@@ -174,7 +192,10 @@ void Service::flush_submits() {
       b.inserts.push_back(std::move(r));
     }
   stamp_events(b);
-  if (!submit_executor_) {
+  // A few jobs commit on the loop: the hand-over to the thread and back would cost more than parsing that
+  // overlaps it, and the clients waiting for them are answered sooner, so they send their next requests in
+  // time to share the next commit.
+  if (!submit_executor_ || jobs < submit_thread_min_jobs_) {
     work->status = store_->commit(b);
     return submits_committed(work);
   }
@@ -189,10 +210,8 @@ void Service::flush_submits() {
 }
 
 void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
-  if (submit_in_flight_) {
-    submit_in_flight_ = false;
+  if (std::exchange(submit_in_flight_, false) && queued_jobs_ >= submit_thread_min_jobs_)
     flush_submits();  // what queued meanwhile starts writing while this one is applied
-  }
   const Status& s = work->status;
   const WriteBatch& b = work->batch;
   if (s) {
@@ -213,6 +232,10 @@ void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
     }
   }
   if (s) request_pass();
+  if (!queue_.empty() && !submit_in_flight_ && !flush_posted_) {  // a few that queued meanwhile
+    flush_posted_ = true;
+    post_flush(submit_arrivals_, 0, 0);
+  }
 }
 
 Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who) {

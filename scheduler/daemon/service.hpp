@@ -20,12 +20,13 @@
 // At most one pass is in flight. Passes are paced: the next one starts no sooner than
 // max(kMinPassInterval, last pass's duration (snapshot to applied)) after the last one was applied, so a
 // stream of submits is not one fsync'd pass per submit, and passes take at most about half of the time.
-// Submit flushes yield to the sockets once before committing, so requests already sent join the commit.
+// Submit flushes yield to the loop until it brings no more submits (kQuietFlushTurns quiet turns in a
+// row, at most kMaxFlushTurns) before committing, so requests already sent join the commit.
 //
-// In the daemon the submit commit itself runs off the loop too (commit_submits_on_thread), on a second
-// connection: the loop parses and validates the next requests while SQLite writes and fsyncs. One commit
-// is in flight at a time; submits that arrive meanwhile wait in the queue and form the next one, which starts
-// as soon as the last is done. A job enters the table, and its caller hears back, only once it is on disk.
+// In the daemon a large submit commit (kSubmitThreadMinJobs jobs or more) runs off the loop too
+// (commit_submits_on_thread), on a second connection: the loop parses and validates the next requests while
+// SQLite writes and fsyncs. One commit is in flight at a time; submits that arrive meanwhile wait in the
+// queue and form the next one, which starts as soon as the last is done. Smaller commits stay on the loop. A job enters the table, and its caller hears back, only once it is on disk.
 // The loop's own commits (actions, passes, agents) wait on SQLite's lock while a submit commit writes.
 #pragma once
 
@@ -68,6 +69,13 @@ struct Loop {
 };
 
 inline constexpr std::chrono::milliseconds kMinPassInterval{20};
+// Submit commits of fewer jobs than this run on the loop even with a submit thread (see the header comment).
+inline constexpr size_t kSubmitThreadMinJobs = 256;
+// Most turns of the loop a submit flush waits for more submits to join it (see Service::post_flush).
+inline constexpr int kMaxFlushTurns = 64;
+// ... and it stops waiting after this many turns in a row without one (a pipelined request takes the server
+// two or three turns to read: header, body).
+inline constexpr int kQuietFlushTurns = 4;
 
 class Service {
  public:
@@ -88,8 +96,10 @@ class Service {
   // Where submits commit (see the header comment): by default on the loop, through the service's store;
   // with these, through `store` (a second connection to the same database) on `executor` (one task at a
   // time, in order) or on a thread of the service's own. Call before open().
-  void commit_submits_on_thread(std::unique_ptr<store::StateStore> store);
-  void set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor);
+  void commit_submits_on_thread(std::unique_ptr<store::StateStore> store,
+                                size_t min_jobs = kSubmitThreadMinJobs);
+  void set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor,
+                            size_t min_jobs = kSubmitThreadMinJobs);
 
   // Loads the store and requests a first pass.
   Status open();
@@ -152,6 +162,7 @@ class Service {
   struct PassWork;
   struct SubmitWork;
   class PassThread;
+  void post_flush(uint64_t seen, int quiet_turns, int turns);
   void flush_submits();
   void submits_committed(const std::shared_ptr<SubmitWork>& work);
   void run_pass();
@@ -173,6 +184,9 @@ class Service {
   std::vector<QueuedSubmit> queue_;
   bool flush_posted_ = false;
   bool submit_in_flight_ = false;  // a submit commit runs on submit_executor_
+  size_t queued_jobs_ = 0;         // jobs in queue_
+  uint64_t submit_arrivals_ = 0;   // submit() calls so far
+  size_t submit_thread_min_jobs_ = kSubmitThreadMinJobs;
   bool pass_posted_ = false;
   bool pass_in_flight_ = false;  // snapshot taken, plan not applied yet
   bool pass_again_ = false;      // a pass was requested while one was in flight
