@@ -429,5 +429,36 @@ TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
       << "listed among the known keys";
 }
 
+// The same keys from a TOML file (named *.toml), with the same checks and flags still winning.
+TEST(DaemonConfig, TomlFileGivesTheSameKeys) {
+  testing::TempDir dir;
+  auto merge = [&](const std::string& text, const std::set<std::string>& given, DaemonConfig& c) {
+    std::ofstream(dir.file("c.toml")) << text;
+    return merge_config_file(dir.file("c.toml"), given, c);
+  };
+  DaemonConfig c;
+  ASSERT_TRUE(merge("# comment\nlisten = \"127.0.0.1:9000\"\nsus = 3\nprivate = true\nlaunch_timeout = 90\n"
+                    "db = '/var/lib/railyard/state.db'\n",
+                    {"sus"}, c));
+  EXPECT_EQ(c.listen, "127.0.0.1:9000");
+  EXPECT_EQ(c.db, "/var/lib/railyard/state.db");
+  EXPECT_TRUE(c.private_reads);
+  EXPECT_EQ(c.launch_timeout_s, 90);
+  EXPECT_EQ(c.sus, DaemonConfig{}.sus) << "--sus given on the command line wins";
+  DaemonConfig d;
+  auto syntax = merge("listen = \"127.0.0.1:9000\"\nsus = = 3\n", {}, d);
+  ASSERT_FALSE(syntax);
+  EXPECT_NE(syntax.error().message.find("c.toml:2: not valid TOML"), std::string::npos) << syntax.error().message;
+  auto table = merge("[listen]\nhost = \"x\"\n", {}, d);
+  ASSERT_FALSE(table);
+  EXPECT_NE(table.error().message.find("listen: must be a string"), std::string::npos) << table.error().message;
+  auto typed = merge("launch_timeout = \"60\"\n", {}, d);
+  ASSERT_FALSE(typed);
+  EXPECT_NE(typed.error().message.find("launch_timeout: must be an integer"), std::string::npos);
+  auto unknown = merge("lisen = \"x\"\n", {}, d);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("lisen: unknown key"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace railyard::daemon

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <toml++/toml.h>
 
 #include "topology/generator.hpp"
 #include "topology/io.hpp"
@@ -12,13 +13,47 @@ namespace railyard::daemon {
 
 using nlohmann::json;
 
+namespace {
+
+// A TOML file's top-level keys as a JSON object, so both forms go through the same checks below. Values that
+// are not a string, integer, float or boolean (tables, arrays, dates) become null: their key then fails its
+// type check with the usual message.
+Result<json> toml_to_json(const std::string& file_path, const std::string& text) {
+  toml::table table;
+  try {
+    table = toml::parse(text, file_path);
+  } catch (const toml::parse_error& e) {
+    return invalid(file_path + ":" + std::to_string(e.source().begin.line) + ": not valid TOML: " +
+                   std::string(e.description()));
+  }
+  json j = json::object();
+  for (const auto& [key, node] : table) {
+    json& v = j[std::string(key.str())];
+    if (auto s = node.value_exact<std::string>()) v = *s;
+    else if (auto i = node.value_exact<int64_t>()) v = *i;
+    else if (auto f = node.value_exact<double>()) v = *f;
+    else if (auto b = node.value_exact<bool>()) v = *b;
+  }
+  return j;
+}
+
+}  // namespace
+
 Status merge_config_file(const std::string& file_path, const std::set<std::string>& given, DaemonConfig& c) {
   std::ifstream in(file_path);
   if (!in) return not_found(file_path + ": cannot open config file");
   std::stringstream ss;
   ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, false, true);
-  if (j.is_discarded() || !j.is_object()) return invalid(file_path + ": not a JSON object");
+  json j;
+  if (file_path.ends_with(".toml")) {
+    auto t = toml_to_json(file_path, ss.str());
+    if (!t) return t.error();
+    j = std::move(*t);
+  } else {
+    j = json::parse(ss.str(), nullptr, false, true);
+    if (j.is_discarded() || !j.is_object())
+      return invalid(file_path + ": not a JSON object (a file named *.toml is read as TOML)");
+  }
   for (auto& item : j.items()) {
     // Not a structured binding: lambdas below capture the key (clang 14 rejects capturing bindings).
     const std::string key = item.key();

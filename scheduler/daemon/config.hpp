@@ -1,4 +1,5 @@
-// The daemon's settings: command-line flags, optionally a JSON config file with the same keys
+// The daemon's settings: command-line flags, optionally a config file with the same keys, JSON or (a file
+// named *.toml) TOML
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
 //   "launch_timeout": 120, "compact_wait": 300, "tls_cert": "...", "tls_key": "..."});
