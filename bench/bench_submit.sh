@@ -57,6 +57,7 @@ run() {  # run CLIENTS MODE [BATCH_SIZE] [PIPELINE]
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -m), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); dgx-h100-superpod x $([ "${3:-}" = pass ] && echo "${SUS_PASS:-32}" || echo "$SUS") SUs; $SECS s per run"
 if [ "${3:-}" = pass ]; then pass_time; exit; fi
+run 1 plan          # submit -> placed latency on an idle cluster, one job at a time
 run 1 single
 run 1 single 1 32   # one connection, 32 requests in flight (HTTP/1.1 pipelining)
 run 8 single

@@ -5,6 +5,7 @@
 // long the event loop was busy (a commit's fsync, a pass's snapshot and apply) while the load ran.
 //
 //   daemon_load PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE] [PIPELINE]
+//   daemon_load PORT TOKEN 1 SECONDS plan        submit-to-placed latency on an idle cluster, one job at a time
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,15 +16,61 @@
 
 #include "tests/daemon_client.hpp"
 
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// `plan` mode: on an idle cluster, one job at a time (50 ms apart, at most 500): how long until the submit is
+// acknowledged, and until GET /jobs/ID shows it placed (polled back to back).
+int submit_to_plan(int port, const std::string& token, double seconds) {
+  railyard::testing::HttpClient submitter(port), poller(port);
+  std::vector<double> ack_ms, placed_ms;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int failures = 0;
+  while (std::chrono::steady_clock::now() < end && placed_ms.size() < 500) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = submitter.request("POST", "/api/v1/jobs", R"({"name": "plan", "gpus": 1})", token);
+    if (r.status != 201) return std::fprintf(stderr, "submit: %d %s\n", r.status, r.body.c_str()), 1;
+    ack_ms.push_back(ms_since(t0));
+    const std::string path = "/api/v1/jobs/" + std::to_string(r.json().value("id", 0));
+    for (;;) {
+      const auto j = poller.request("GET", path).json();
+      if (j.value("state", "PENDING") != "PENDING") break;
+      if (ms_since(t0) > 5000) {
+        ++failures;
+        break;
+      }
+    }
+    placed_ms.push_back(ms_since(t0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf(
+      "mode=plan jobs=%zu not_placed_in_5s=%d ack_ms_p50=%.2f p99=%.2f placed_ms_p50=%.2f p99=%.2f max=%.2f\n",
+      placed_ms.size(), failures, quantile(ack_ms, 0.5), quantile(ack_ms, 0.99), quantile(placed_ms, 0.5),
+      quantile(placed_ms, 0.99), quantile(placed_ms, 1.0));
+  return failures > 0 ? 1 : 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE] [PIPELINE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PORT TOKEN CLIENTS SECONDS single|batch|plan [BATCH_SIZE] [PIPELINE]\n", argv[0]);
     return 2;
   }
   const int port = std::atoi(argv[1]);
   const std::string token = argv[2];
   const int clients = std::atoi(argv[3]);
   const double seconds = std::atof(argv[4]);
+  if (std::string(argv[5]) == "plan") return submit_to_plan(port, token, seconds);
   const bool batch = std::string(argv[5]) == "batch";
   const int batch_size = argc > 6 ? std::atoi(argv[6]) : 1000;
   const int pipeline = argc > 7 ? std::max(1, std::atoi(argv[7])) : 1;
