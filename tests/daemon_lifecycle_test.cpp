@@ -396,14 +396,25 @@ TEST(DaemonNodeRemoval, AResumedNodeWhoseAgentNeverRegistersGoesDown) {
   EXPECT_EQ(h.health("n1"), sched::NodeHealth::kUp);
 }
 
-// --- Config: launch_timeout ---
+// --- Config files ---
+
+// Writes `text` to `name` in a temporary directory and merges it into `c` (`given`: flags on the command
+// line).
+class ConfigFile {
+ public:
+  explicit ConfigFile(std::string name) : name_(std::move(name)) {}
+  Status operator()(const std::string& text, const std::set<std::string>& given, DaemonConfig& c) const {
+    std::ofstream(dir_.file(name_)) << text;
+    return merge_config_file(dir_.file(name_), given, c);
+  }
+
+ private:
+  testing::TempDir dir_;
+  std::string name_;
+};
 
 TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
-  testing::TempDir dir;
-  auto merge = [&](const std::string& text, const std::set<std::string>& given, DaemonConfig& c) {
-    std::ofstream(dir.file("c.json")) << text;
-    return merge_config_file(dir.file("c.json"), given, c);
-  };
+  const ConfigFile merge("c.json");
   DaemonConfig c;
   EXPECT_EQ(c.launch_timeout_s, 120);
   ASSERT_TRUE(merge(R"({"launch_timeout": 300})", {}, c));
@@ -431,11 +442,7 @@ TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
 
 // The same keys from a TOML file (named *.toml), with the same checks and flags still winning.
 TEST(DaemonConfig, TomlFileGivesTheSameKeys) {
-  testing::TempDir dir;
-  auto merge = [&](const std::string& text, const std::set<std::string>& given, DaemonConfig& c) {
-    std::ofstream(dir.file("c.toml")) << text;
-    return merge_config_file(dir.file("c.toml"), given, c);
-  };
+  const ConfigFile merge("c.toml");
   DaemonConfig c;
   ASSERT_TRUE(merge("# comment\nlisten = \"127.0.0.1:9000\"\nsus = 3\nprivate = true\nlaunch_timeout = 90\n"
                     "db = '/var/lib/railyard/state.db'\n",

@@ -243,13 +243,22 @@ TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {
 // Submits committed through a second connection on a test-controlled executor: the loop keeps going while
 // a commit is in flight, submits that arrive meanwhile form the next commit, and nobody hears back (nor
 // does the table know the job) before the commit that holds the job is done.
-TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
+// A one-SU cluster and two connections to one new database: the service's and the submit committer's.
+struct TwoConnections {
   testing::TempDir dir;
-  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
-  ASSERT_TRUE(cluster);
-  auto st = SqliteStateStore::open(dir.file("s.db"));
-  auto second = SqliteStateStore::open(dir.file("s.db"));
-  ASSERT_TRUE(st && second);
+  Result<topology::Cluster> cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  Result<std::unique_ptr<SqliteStateStore>> st = SqliteStateStore::open(dir.file("s.db"));
+  Result<std::unique_ptr<SqliteStateStore>> second = SqliteStateStore::open(dir.file("s.db"));
+  bool ok() const { return cluster && st && second; }
+};
+
+TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
+  TwoConnections db;
+  ASSERT_TRUE(db.ok());
+  auto& dir = db.dir;
+  auto& cluster = db.cluster;
+  auto& st = db.st;
+  auto& second = db.second;
   FakeLoop loop;
   daemon::Loop fake{
       [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
@@ -319,12 +328,12 @@ TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
 
 // The daemon's form: a real thread and a loop that other threads post to.
 TEST(Service, SubmitCommitsOnTheirOwnThreadLoseAndReorderNothing) {
-  testing::TempDir dir;
-  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
-  ASSERT_TRUE(cluster);
-  auto st = SqliteStateStore::open(dir.file("s.db"));
-  auto second = SqliteStateStore::open(dir.file("s.db"));
-  ASSERT_TRUE(st && second);
+  TwoConnections db;
+  ASSERT_TRUE(db.ok());
+  auto& dir = db.dir;
+  auto& cluster = db.cluster;
+  auto& st = db.st;
+  auto& second = db.second;
   std::mutex mutex;
   std::deque<std::function<void()>> posted;
   daemon::Loop loop{[&](std::function<void()> fn) {
