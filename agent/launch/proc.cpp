@@ -1,10 +1,11 @@
 #include "agent/launch/proc.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -12,10 +13,29 @@ namespace railyard::agent {
 
 namespace fs = std::filesystem;
 
+std::optional<std::string> read_proc_file(pid_t pid, const char* name, const fs::path& proc) {
+  const int fd = ::open((proc / std::to_string(pid) / name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 std::optional<ProcStat> read_proc_stat(pid_t pid, const fs::path& proc) {
-  std::ifstream in(proc / std::to_string(pid) / "stat");
-  std::string line;
-  if (!std::getline(in, line)) return std::nullopt;
+  const auto text = read_proc_file(pid, "stat", proc);
+  if (!text || text->empty()) return std::nullopt;
+  const std::string line = text->substr(0, text->find('\n'));
   // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
   const auto close = line.rfind(')');
   if (close == std::string::npos) return std::nullopt;
@@ -33,7 +53,9 @@ std::optional<ProcStat> read_proc_stat(pid_t pid, const fs::path& proc) {
 }
 
 long long read_proc_rss(pid_t pid, const fs::path& proc) {
-  std::ifstream in(proc / std::to_string(pid) / "status");
+  const auto text = read_proc_file(pid, "status", proc);
+  if (!text) return 0;
+  std::istringstream in(*text);
   for (std::string line; std::getline(in, line);)
     if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024LL;
   return 0;

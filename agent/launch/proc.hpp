@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -26,6 +27,11 @@ struct ProcStat {
   unsigned long long start_ticks = 0;  // since boot; with pid, identifies a process across pid reuse
 };
 
+// The whole of a small /proc file of `pid` (stat, status, cmdline), or nullopt when it cannot be read, e.g.
+// because the process exited meanwhile (read() then fails with ESRCH, which std::ifstream turns into an
+// exception). Never throws.
+std::optional<std::string> read_proc_file(pid_t pid, const char* name,
+                                          const std::filesystem::path& proc = "/proc");
 std::optional<ProcStat> read_proc_stat(pid_t pid, const std::filesystem::path& proc = "/proc");
 // VmRSS in bytes; 0 for zombies and kernel threads.
 long long read_proc_rss(pid_t pid, const std::filesystem::path& proc = "/proc");

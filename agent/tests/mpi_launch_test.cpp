@@ -34,10 +34,9 @@ int sleeps_of(const std::string& word) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto cmdline = read_proc_file(std::stoi(name), "cmdline");  // nullopt once it exited
     auto st = read_proc_stat(std::stoi(name));
-    n += st && st->state != 'Z' && cmdline == std::string("sleep") + '\0' + word + '\0';
+    n += cmdline && st && st->state != 'Z' && *cmdline == std::string("sleep") + '\0' + word + '\0';
   }
   return n;
 }

@@ -129,5 +129,26 @@ TEST(ProcessTable, TelemetryFromASharedScan) {
   kill_and_reap(g);
 }
 
+// /proc files of a process that is gone read as nothing (a read racing the exit fails with ESRCH, which
+// std::ifstream turned into an exception that ended a scan: seen in CI); a living process's read whole.
+TEST(ProcFiles, AGoneProcessReadsAsNothingALivingOneWhole) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_FALSE(read_proc_file(child, "stat").has_value());
+  EXPECT_FALSE(read_proc_stat(child).has_value());
+  EXPECT_EQ(read_proc_rss(child), 0);
+  const auto self = read_proc_file(::getpid(), "status");
+  ASSERT_TRUE(self.has_value());
+  EXPECT_NE(self->find("VmRSS:"), std::string::npos);
+  EXPECT_GT(self->size(), 4096u / 4) << "read to its end";
+  const auto stat = read_proc_stat(::getpid());
+  ASSERT_TRUE(stat.has_value());
+  EXPECT_EQ(stat->pid, ::getpid());
+  EXPECT_GT(read_proc_rss(::getpid()), 0);
+}
+
 }  // namespace
 }  // namespace railyard::agent
