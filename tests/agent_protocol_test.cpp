@@ -135,6 +135,17 @@ class AgentProtocolTest : public ::testing::Test {
     return j;
   }
 
+  // Registers n1 and n2 on `a`, submits a 16-GPU job and reports both nodes launched; returns the job id
+  // once the job is RUNNING (its allocation is "<id>.1"), or 0.
+  int64_t run_two_node_job(FakeAgent& a, HttpClient& c) {
+    if (a.register_nodes({"n1", "n2"})["type"] != "registered") return 0;
+    const int64_t id = submit(c, 16);
+    if (a.expect("launch").is_null()) return 0;
+    for (const auto& n : {"n1", "n2"}) a.send(msg("launched", std::to_string(id) + ".1", id, n));
+    const json j = wait_job(c, id, [](const json& j) { return j["state"] == "RUNNING"; });
+    return j["state"] == "RUNNING" ? id : 0;
+  }
+
   TempDir dir_;
   std::string token_;
 };
@@ -236,13 +247,10 @@ TEST_F(AgentProtocolTest, RunningJobSurvivesASchedulerRestartAndCompletes) {
   {
     auto d = start();
     FakeAgent a(d->port());
-    ASSERT_EQ(a.register_nodes({"n1", "n2"})["type"], "registered");
     HttpClient c(d->port());
-    id = submit(c, 16);
+    id = run_two_node_job(a, c);
+    ASSERT_NE(id, 0) << "the 16-GPU job did not reach RUNNING";
     alloc = std::to_string(id) + ".1";
-    ASSERT_FALSE(a.expect("launch").is_null());
-    for (const auto& n : {"n1", "n2"}) a.send(msg("launched", alloc, id, n));
-    ASSERT_EQ(wait_job(c, id, [](const json& j) { return j["state"] == "RUNNING"; })["state"], "RUNNING");
   }
   auto d = start();
   HttpClient c(d->port());
@@ -274,13 +282,10 @@ TEST_F(AgentProtocolTest, GpusOfACancelledJobStayHeldAcrossARestartUntilTheKillI
   {
     auto d = start();
     FakeAgent a(d->port());
-    ASSERT_EQ(a.register_nodes({"n1", "n2"})["type"], "registered");
     HttpClient c(d->port());
-    id = submit(c, 16);
+    id = run_two_node_job(a, c);
+    ASSERT_NE(id, 0) << "the 16-GPU job did not reach RUNNING";
     alloc = std::to_string(id) + ".1";
-    ASSERT_FALSE(a.expect("launch").is_null());
-    for (const auto& n : {"n1", "n2"}) a.send(msg("launched", alloc, id, n));
-    ASSERT_EQ(wait_job(c, id, [](const json& j) { return j["state"] == "RUNNING"; })["state"], "RUNNING");
     ASSERT_EQ(c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", token_).status, 200);
     EXPECT_EQ(a.expect("kill")["alloc"], alloc);
     EXPECT_EQ(gpus_free(c), 0);
