@@ -51,6 +51,21 @@ inline std::string read_small(const std::string& path) {
   return n < 0 ? std::string() : out;
 }
 
+// Every rank and exec log (`rank-*.out|err`, `exec-*.out|err`) under `dir`, each headed by its path, for a
+// failure message: what mpirun and the orteds said when an MPI job did not end.
+inline std::string job_logs_under(const std::string& dir) {
+  std::string out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const bool log = (name.rfind("rank-", 0) == 0 || name.rfind("exec-", 0) == 0) &&
+                     (name.ends_with(".out") || name.ends_with(".err"));
+    if (log && it->is_regular_file()) out += "--- " + it->path().string() + "\n" + read_small(it->path()) + "\n";
+  }
+  return out;
+}
+
 // Living (not zombie) processes whose command line starts with `program` and contains `marker`.
 inline std::vector<pid_t> processes_with(const std::string& program, const std::string& marker) {
   std::vector<pid_t> pids;

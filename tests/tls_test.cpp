@@ -99,7 +99,7 @@ TEST_F(Tls, CliAgentsAndAnMpiJobWorkOverTls) {
   // once in CI) before ctest's rerun.
   const CliResult sub = cli({"submit", "--name", "tls-mpi", "--nodes", "2", "--gpus-per-node", "2", "--launcher",
                              "mpi", "--time", "1m", "--wait", "--", RAILYARD_MPI_ALLREDUCE});
-  ASSERT_EQ(sub.code, 0) << sub.out << sub.err << agent_log("n1") << agent_log("n2");
+  ASSERT_EQ(sub.code, 0) << sub.out << sub.err << agent_log("n1") << agent_log("n2") << job_logs_under(dir_.file(""));
   const std::string id = sub.out.substr(0, sub.out.find('\n'));
   const CliResult show = cli({"show", id, "--json"});
   ASSERT_EQ(show.code, 0) << show.err;

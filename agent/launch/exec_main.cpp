@@ -13,6 +13,9 @@
 // it on the remote host (the words joined by spaces, through /bin/sh -c), with the host's settings:
 //   OMPI_MCA_btl_vader_backing_directory=<state>/vader/<host>  (one shared-memory dir per emulated node;
 //                                                               without it ranks crash in the vader BTL)
+//   OMPI_MCA_orte_tmpdir_base=<state>/ompi/<host>  (one Open MPI session directory per emulated node: two
+//                                                  orteds of a job on one machine race to mkdir the same
+//                                                  job-family directory in /tmp, and the loser exits)
 //   RAILYARD_NODE=<host>, CUDA_VISIBLE_DEVICES from RAILYARD_ALLOC_GPUS ("node0:0,1;node1:2,3")
 // <state> comes from RAILYARD_AGENT_STATE_DIR, which the launcher sets in mpirun's environment.
 #include <unistd.h>
@@ -110,13 +113,17 @@ int main(int argc, char** argv) {
   const char* state = std::getenv("RAILYARD_AGENT_STATE_DIR");
   const std::filesystem::path base = state != nullptr ? state : "/tmp/railyard-agent";
   const std::filesystem::path vader = base / "vader" / host;
-  std::error_code ec;
-  std::filesystem::create_directories(vader, ec);
-  if (ec) {
-    std::fprintf(stderr, "railyard-agent-exec: cannot create %s: %s\n", vader.c_str(), ec.message().c_str());
-    return 1;
+  const std::filesystem::path session = base / "ompi" / host;
+  for (const auto& dir : {vader, session}) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "railyard-agent-exec: cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
+      return 1;
+    }
   }
   setenv("OMPI_MCA_btl_vader_backing_directory", vader.c_str(), 1);
+  setenv("OMPI_MCA_orte_tmpdir_base", session.c_str(), 1);
   setenv("RAILYARD_NODE", host.c_str(), 1);
   std::string gpus;
   if (const char* placement = std::getenv("RAILYARD_ALLOC_GPUS"); placement && gpus_of(placement, host, gpus))

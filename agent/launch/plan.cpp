@@ -103,11 +103,16 @@ Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, cons
   for (const char* w : {"--oversubscribe", "--hostfile"}) a.push_back(w);
   a.push_back(s.hostfile);
   a.insert(a.end(), {"-np", std::to_string(req.world_size())});
+  // rtc_hwloc_vmhole none: Open MPI 4.1's orted otherwise writes its hwloc topology into a shared-memory
+  // mapping placed in the "biggest" hole of its address space, and now and then segfaults there
+  // (hwloc_shmem_topology_write); mpirun then waits for that daemon forever. Ranks load the topology
+  // themselves instead. mpirun passes these to every orted on its command line.
   const std::vector<std::pair<std::string, std::string>> mca = {{"plm_rsh_agent", s.exec_helper},
                                                                 {"mpi_yield_when_idle", "1"},
                                                                 {"oob_tcp_if_include", "lo"},
                                                                 {"btl_tcp_if_include", "lo"},
-                                                                {"plm_rsh_no_tree_spawn", "1"}};
+                                                                {"plm_rsh_no_tree_spawn", "1"},
+                                                                {"rtc_hwloc_vmhole", "none"}};
   for (const auto& [k, v] : mca) a.insert(a.end(), {"--mca", k, v});
   // Job and Railyard variables travel to every rank; the per-node ones (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA,
   // RAILYARD_NODE) are set by the helper for its host from RAILYARD_ALLOC_GPUS (later: by that host's agent).

@@ -147,12 +147,13 @@ void Session::on_exec(const json& msg) {
   }
   const fs::path dir = n->launcher->alloc_dir(a.job, alloc);
   const fs::path vader = n->dir / "vader" / alloc;
+  const fs::path session = n->dir / "ompi";
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  fs::create_directories(vader, ec);
+  for (const auto& d : {dir, vader, session}) fs::create_directories(d, ec);
   EnvMap env = environ_map();
   // What railyard-agent-exec sets for a host when it runs the command itself (see exec_main.cpp).
   env["OMPI_MCA_btl_vader_backing_directory"] = vader.string();
+  env["OMPI_MCA_orte_tmpdir_base"] = session.string();
   env["RAILYARD_NODE"] = n->name;
   env["RAILYARD_JOB_ID"] = std::to_string(a.job);
   env["RAILYARD_ALLOC_ID"] = alloc;

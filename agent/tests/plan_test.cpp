@@ -89,6 +89,7 @@ TEST(Plan, MpirunWithHostfileAndHelper) {
   EXPECT_TRUE(has({"--mca", "mpi_yield_when_idle", "1"}));
   EXPECT_TRUE(has({"--mca", "oob_tcp_if_include", "lo"}));
   EXPECT_TRUE(has({"--mca", "btl_tcp_if_include", "lo"}));
+  EXPECT_TRUE(has({"--mca", "rtc_hwloc_vmhole", "none"}));
   EXPECT_TRUE(has({"-x", "SEED"}));
   EXPECT_TRUE(has({"train", "--epochs", "3"}));
   EXPECT_EQ(env_of(plan->process, "RAILYARD_AGENT_STATE_DIR"), "/state");
