@@ -114,6 +114,49 @@ TEST(AgentHub, LaunchedAndFinishedDriveAJobToCompletedWithAcks) {
   EXPECT_EQ(events->back().actor, "agent:n2");
 }
 
+// Agent reports commit kWritten (service.hpp, "Durability"): the outcome is applied at once, but the ack
+// that lets the agent forget its report waits until the log is synced, by the delayed sync posted on the
+// loop, or sooner by any synced commit (here an API cancel).
+TEST(AgentHub, AckOfAnOutcomeWaitsUntilItIsOnDisk) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const auto a = h.submit(8);
+  const std::string alloc_a = std::to_string(a) + ".1";
+  h.send(p, launched(alloc_a, a, "n1"));
+  const int64_t syncs = h.service->stats().log_syncs_total;
+  h.hub->on_message(p.get(), finished(alloc_a, a, "n1", "completed", 0, 5).dump());
+  EXPECT_EQ(h.job(a).state, JobState::kCompleted) << "applied at once";
+  EXPECT_TRUE(p->of("ack").empty()) << "not acknowledged before the log is synced";
+  h.run();  // the delayed sync
+  ASSERT_EQ(p->of("ack").size(), 1u);
+  EXPECT_EQ(p->of("ack")[0]["seq"], 5);
+  EXPECT_EQ(h.service->stats().log_syncs_total, syncs + 1);
+
+  // A synced commit makes the report durable too: the ack goes out with it, before the delayed sync.
+  const auto b = h.submit(8);
+  const auto waiting = h.submit(16);  // n2 alone cannot hold it while b runs
+  ASSERT_EQ(h.job(waiting).state, JobState::kPending);
+  const std::string alloc_b = std::to_string(b) + ".1";
+  h.send(p, launched(alloc_b, b, h.job(b).nodes.at(0)));
+  const int64_t synced_before = h.service->stats().log_syncs_total;
+  h.hub->on_message(p.get(), finished(alloc_b, b, h.job(b).nodes.at(0), "completed", 0, 6).dump());
+  EXPECT_EQ(p->of("ack").size(), 1u);
+  ASSERT_TRUE(h.service->act(waiting, jobs::JobEvent::kCancelled, {"ada", store::Role::kUser}));
+  ASSERT_EQ(p->of("ack").size(), 2u) << "the cancel's commit synced the log";
+  EXPECT_EQ(p->of("ack")[1]["seq"], 6);
+  h.run();
+  EXPECT_EQ(h.service->stats().log_syncs_total, synced_before) << "nothing left for the delayed sync";
+  // And the outcomes are in the database, seen from another connection.
+  auto other = store::SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(other);
+  auto state = (*other)->load();
+  ASSERT_TRUE(state);
+  int completed = 0;
+  for (const auto& j : state->jobs) completed += j.state == JobState::kCompleted;
+  EXPECT_EQ(completed, 2);
+}
+
 TEST(AgentHub, OneFailedNodeFailsTheJobAndKillsTheOthers) {
   testing::TempDir dir;
   Harness h(dir);

@@ -21,7 +21,12 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 }  // namespace
 
-Status AgentHub::commit(const WriteBatch& b) { return service_.commit(b); }
+// Agents' reports are the scheduler's own transitions: in the log at once, on disk within kLazySyncDelay
+// (service.hpp). What an agent is told is durable (the ack of alloc_finished) waits for that.
+Status AgentHub::commit(WriteBatch b) {
+  b.durability = store::Durability::kWritten;
+  return service_.commit(std::move(b));
+}
 
 const store::JobRecord* AgentHub::live_job(const std::string& alloc) const {
   const size_t dot = alloc.find('.');
@@ -321,7 +326,12 @@ void AgentHub::on_alloc_finished(Peer* from, const json& m) {
     s = commit(b);
     if (!s) spdlog::error("alloc_finished: commit failed: {}", s.error().message);
   }
-  if (s && !seq.is_null()) send(from, {{"type", "ack"}, {"v", 1}, {"seq", seq}});
+  // Acked once the outcome is on disk, also for a duplicate: the first report may still be in the log only.
+  if (auto c = conns_.find(from); s && !seq.is_null() && c != conns_.end())
+    service_.when_durable(
+        [this, alive = std::weak_ptr<char>(alive_), peer = std::weak_ptr<Peer>(c->second.peer), seq] {
+          if (auto p = peer.lock(); p && !alive.expired()) send(p.get(), {{"type", "ack"}, {"v", 1}, {"seq", seq}});
+        });
   maybe_release(alloc);
 }
 

@@ -182,7 +182,7 @@ class AgentHub {
   void nodes_down(const std::vector<std::string>& names, const std::string& reason);
   void launch_timeouts(int64_t now);
   const store::JobRecord* live_job(const std::string& alloc) const;
-  Status commit(const WriteBatch& b);
+  Status commit(WriteBatch b);
 
   Service& service_;
   AgentHubOptions options_;
@@ -196,6 +196,7 @@ class AgentHub {
   std::map<int64_t, Pending> pending_;   // logs / exec requests by req id
   int64_t next_req_ = 1;
   MetricsListener metrics_listener_;
+  std::shared_ptr<char> alive_ = std::make_shared<char>();  // for callbacks the service may run later
 };
 
 }  // namespace railyard::daemon

@@ -197,6 +197,7 @@ void Service::flush_submits() {
   // time to share the next commit.
   if (!submit_executor_ || jobs < submit_thread_min_jobs_) {
     work->status = store_->commit(b);
+    if (work->status) committed(b.durability);
     return submits_committed(work);
   }
   submit_in_flight_ = true;
@@ -265,6 +266,7 @@ Status Service::set_node_health(const std::string& name, sched::NodeHealth healt
   b.events.push_back({"node:" + name, clock_(), who.user, what});
   stamp_events(b);
   if (auto s = store_->commit(b); !s) return s;
+  committed(b.durability);
   applied(b);
   spdlog::info("node {} {} by {}", name, what, who.user);
   request_pass();
@@ -293,6 +295,7 @@ Status Service::remove_node(const std::string& name, const Caller& who) {
   b.events.push_back({"node:" + name, clock_(), who.user, "removed"});
   stamp_events(b);
   if (auto s = store_->commit(b); !s) return s;
+  committed(b.durability);
   applied(b);
   spdlog::info("node {} removed by {}", name, who.user);
   request_pass();
@@ -304,8 +307,44 @@ Status Service::write(WriteBatch& batch) {
   batch.runs.insert(batch.runs.end(), std::make_move_iterator(runs.begin()),
                     std::make_move_iterator(runs.end()));
   for (const auto& hook : pre_commit_) hook(batch);
+  if (batch.empty()) return ok();
   stamp_events(batch);
-  return store_->commit(batch);
+  if (auto s = store_->commit(batch); !s) return s;
+  committed(batch.durability);
+  return ok();
+}
+
+void Service::committed(store::Durability durability) {
+  if (durability == store::Durability::kSynced) return now_durable();
+  unsynced_ = true;
+  if (sync_posted_) return;
+  sync_posted_ = true;
+  std::weak_ptr<char> alive = alive_;
+  loop_.post_after(kLazySyncDelay, guarded("log sync", [this, alive] {
+                     if (!alive.expired()) sync_log();
+                   }));
+}
+
+void Service::sync_log() {
+  sync_posted_ = false;
+  if (!unsynced_) return;  // a synced commit did it meanwhile
+  if (auto s = store_->sync(); !s) {
+    spdlog::error("syncing the state database: {}", s.error().message);
+    return committed(store::Durability::kWritten);  // try again later; the waiters keep waiting
+  }
+  ++stats_.log_syncs_total;
+  now_durable();
+}
+
+void Service::now_durable() {
+  unsynced_ = false;
+  auto waiters = std::exchange(durable_waiters_, {});
+  for (auto& fn : waiters) fn();
+}
+
+void Service::when_durable(std::function<void()> fn) {
+  if (!unsynced_) return fn();
+  durable_waiters_.push_back(std::move(fn));
 }
 
 void Service::stamp_events(WriteBatch& batch) const {
@@ -426,6 +465,7 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
   note_compact_waits(work);
   auto changes = table_.plan_changes(work.plan, now);
   WriteBatch& b = changes.batch;
+  b.durability = store::Durability::kWritten;  // a start lost with the machine is placed again
   if (auto s = write(b); !s) {
     spdlog::error("scheduling pass: commit failed: {}", s.error().message);
     last_pass_end_ = Clock::now();

@@ -28,6 +28,13 @@
 // SQLite writes and fsyncs. One commit is in flight at a time; submits that arrive meanwhile wait in the
 // queue and form the next one, which starts as soon as the last is done. Smaller commits stay on the loop. A job enters the table, and its caller hears back, only once it is on disk.
 // The loop's own commits (actions, passes, agents) wait on SQLite's lock while a submit commit writes.
+//
+// Durability (store::Durability): submits and API actions commit kSynced, so what a caller hears is done
+// is on disk. Passes and agent reports commit kWritten (in SQLite's log: a killed scheduler loses nothing,
+// a crashed machine can lose their last few milliseconds, which agents' re-registration reconciles); the
+// next synced commit, or a sync posted kLazySyncDelay after the first unsynced one, makes them durable.
+// when_durable() runs a callback after that (the agent hub acks alloc_finished there), so a stream of jobs
+// costs one fsync per submit commit and one per kLazySyncDelay instead of one per transition.
 #pragma once
 
 #include <chrono>
@@ -60,6 +67,7 @@ struct ServiceStats {
   // The last pass's steps: snapshot and apply block the loop, schedule() runs on the executor.
   double last_snapshot_seconds = 0, last_schedule_seconds = 0, last_apply_seconds = 0;
   int64_t stale_starts_total = 0;  // starts dropped because the table changed during the pass
+  int64_t log_syncs_total = 0;     // syncs of kWritten commits by the delayed sync (not by a synced commit)
 };
 
 // The event loop the service runs on (the HTTP server's, or a fake in tests).
@@ -69,6 +77,8 @@ struct Loop {
 };
 
 inline constexpr std::chrono::milliseconds kMinPassInterval{20};
+// Longest a kWritten commit stays unsynced while nothing else syncs the log (see the header comment).
+inline constexpr std::chrono::milliseconds kLazySyncDelay{10};
 // Submit commits of fewer jobs than this run on the loop even with a submit thread (see the header comment).
 inline constexpr size_t kSubmitThreadMinJobs = 256;
 // Most turns of the loop a submit flush waits for more submits to join it (see Service::post_flush).
@@ -117,7 +127,11 @@ class Service {
   // Writes `batch` (with what the pre-commit hooks add), applies it to the table, tells every observer and
   // requests a pass: the one path for state changes made outside the service (the agent hub). Nothing is
   // applied when the commit fails.
+  // `batch.durability` says whether it returns once the batch is on disk or once it is in the log.
   Status commit(WriteBatch batch);
+  // Runs `fn` on the loop once every commit made so far is on disk: now when nothing waits for a sync.
+  // Dropped if the service is destroyed first.
+  void when_durable(std::function<void()> fn);
   // Called with every batch that may change jobs (actions, passes, commit(); not submits, which only
   // insert PENDING jobs) before it is written, after the service added the runs it starts or ends
   // (JobTable::run_changes): adds what must be durable with the change itself (the agent hub: the GPU
@@ -174,6 +188,10 @@ class Service {
   // Sets time_ms of the events that have none: now_ms(), or time * 1000 when now_ms() is in another second
   // than the event's time (it was made in the second before).
   void stamp_events(WriteBatch& batch) const;
+  // After a store commit: a synced one makes everything durable, a written one posts the delayed sync.
+  void committed(store::Durability durability);
+  void sync_log();
+  void now_durable();
 
   JobTable table_;
   std::unique_ptr<store::StateStore> store_;
@@ -196,6 +214,9 @@ class Service {
   ServiceStats stats_;
   std::vector<Observer> observers_;
   std::vector<PreCommit> pre_commit_;
+  bool unsynced_ = false;     // a kWritten commit is not on disk yet
+  bool sync_posted_ = false;  // sync_log() is posted
+  std::vector<std::function<void()>> durable_waiters_;
   // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers
   // with the last snapshot's, so that snapshot is kept alive (last_work_, also executor-only) until the
   // next one is built: a new buffer can never have an old one's address.

@@ -329,11 +329,29 @@ void SqliteStateStore::write(const WriteBatch& b) {
 Status SqliteStateStore::commit(const WriteBatch& batch) {
   if (batch.empty()) return ok();
   return guarded([&]() -> Status {
+    // In WAL mode FULL fsyncs the log at every commit, NORMAL only before a checkpoint; the log is one file
+    // written in order, so a FULL commit's fsync also makes the NORMAL commits before it durable.
+    if (batch.durability != mode_) {
+      sql::exec(db_, batch.durability == Durability::kSynced ? "PRAGMA synchronous=FULL"
+                                                             : "PRAGMA synchronous=NORMAL");
+      mode_ = batch.durability;
+    }
     sql::Transaction tx(db_);
     write(batch);
     tx.commit();
     return ok();
   });
+}
+
+Status SqliteStateStore::sync() {
+  // The log's file as SQLite opened it, synced the way SQLite syncs it at a FULL commit.
+  sqlite3_file* wal = nullptr;
+  if (sqlite3_file_control(db_, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK || !wal ||
+      !wal->pMethods)
+    return ok();  // no log open: nothing was written through this connection
+  if (const int rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL); rc != SQLITE_OK)
+    return Error{ErrorCode::kUnavailable, std::string("syncing the write-ahead log: ") + sqlite3_errstr(rc)};
+  return ok();
 }
 
 Status SqliteStateStore::add_token(const TokenRecord& t) {

@@ -30,6 +30,7 @@ class SqliteStateStore final : public StateStore {
   int schema_version() const override { return version_; }
   Result<StoredState> load() override;
   Status commit(const WriteBatch& batch) override;
+  Status sync() override;
   Status add_token(const TokenRecord& token) override;
   Result<std::optional<TokenRecord>> find_token(const std::string& hash) override;
   Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
@@ -43,6 +44,7 @@ class SqliteStateStore final : public StateStore {
 
   sqlite3* db_;
   int version_ = 0;
+  Durability mode_ = Durability::kSynced;  // the connection's synchronous setting: FULL, or NORMAL
   std::unique_ptr<Statements> statements_;  // after migrate(): prepared against the latest schema
 };
 

@@ -111,10 +111,18 @@ struct StoredState {
   std::vector<RunRecord> runs;  // by job, attempt
 };
 
+// How durable a commit is when commit() returns:
+//   kSynced  on disk (the log is fsynced): for what a caller is told is done (submits, API actions);
+//   kWritten in the log, which survives a crash or kill of the process but not yet of the machine; it
+//            becomes synced with the next kSynced commit or sync(). The scheduler's own transitions
+//            (passes, agent reports) commit this way and are synced within Service's kLazySyncDelay.
+enum class Durability { kSynced, kWritten };
+
 // Everything one commit writes. Inserts carry new jobs (spec included); updates rewrite every column but
 // the spec, user and submit time. Holds and runs are written whole (insert or replace); `released` deletes
 // holds by allocation id.
 struct WriteBatch {
+  Durability durability = Durability::kSynced;
   std::vector<JobRecord> inserts;
   std::vector<JobRecord> updates;
   std::vector<NodeRecord> nodes;
@@ -135,6 +143,8 @@ class StateStore {
   virtual int schema_version() const = 0;
   virtual Result<StoredState> load() = 0;
   virtual Status commit(const WriteBatch& batch) = 0;
+  // Makes every earlier commit of this store kSynced (fsyncs the log).
+  virtual Status sync() = 0;
   virtual Status add_token(const TokenRecord& token) = 0;
   virtual Result<std::optional<TokenRecord>> find_token(const std::string& hash) = 0;
   // Newest last; at most `limit`; subject "" for all.
