@@ -105,6 +105,12 @@ class Pass {
       }
       if (quotas) charge(*r.spec, static_cast<int>(r.gpus.size() + r.slices.size()));
     }
+    for (size_t n = 0; n < s.health.size(); ++n)
+      if (s.health[n] == NodeHealth::kRemoved) {
+        if (present_.empty()) present_ = classes.class_nodes;
+        --present_[classes.class_of[n]];
+        ++removed_;
+      }
   }
 
   Plan run() {
@@ -211,6 +217,7 @@ class Pass {
     if (!made) return void(plan_.rejected.push_back({job.id, made.error().message}));
     Request req = std::move(made).value();
     if (!gates_open(job, priority, req.shape.total * req.replicas)) return;
+    if (auto short_by = beyond_present(req)) return pend(job, priority, PendingReason::kResources, *short_by);
     if (blocked_by_) {
       return pend(job, priority, PendingReason::kPriority,
                   "waits behind higher-priority job " + std::to_string(*blocked_by_) + " (no backfill)");
@@ -225,6 +232,28 @@ class Pass {
       if (auto pc = plan_preemption(s_, usage_, req, gone_)) return start(job, req, std::move(pc->choice), pc->victims);
     }
     not_placed(job, priority, req, seen);
+  }
+
+  // With nodes removed (s.health kRemoved), whether `req` is beyond what the other nodes could ever hold:
+  // then it waits, saying so, instead of for resources that cannot free up (make_request counts every node,
+  // so it is not rejected: an admin may resume the nodes). nullopt when it is within.
+  std::optional<std::string> beyond_present(const Request& req) const {
+    if (removed_ == 0) return std::nullopt;
+    int gpus = 0, capable = 0;
+    for (int c = 0; c < classes_.count(); ++c) {
+      if (!req.eligible[c]) continue;
+      const int per_node = s_.cluster->profiles()[classes_.class_profile[c]].gpus;
+      gpus += per_node * present_[c];
+      capable += per_node >= req.shape.k_max() ? present_[c] : 0;
+    }
+    const int wanted = req.shape.total * req.replicas;
+    const std::string removed = std::to_string(removed_) + " node" + (removed_ == 1 ? " is" : "s are") + " removed";
+    if (wanted > gpus)
+      return "needs " + std::to_string(wanted) + " GPUs and " + removed + ": the others have " + std::to_string(gpus);
+    if (req.shape.nodes > capable)
+      return "needs " + std::to_string(req.shape.nodes) + " nodes with " + std::to_string(req.shape.k_max()) +
+             " GPUs each and " + removed + ": the others are " + std::to_string(capable);
+    return std::nullopt;
   }
 
   // Leaf groups `gpus` (sorted) span, and the fewest that could hold as many nodes on an empty cluster.
@@ -326,6 +355,8 @@ class Pass {
 
   const Snapshot& s_;
   const NodeClasses& classes_;
+  std::vector<int> present_;  // per class: nodes not removed; empty when none is
+  int removed_ = 0;
   ClusterUsage& usage_;
   std::optional<ClusterUsage>& scratch_;
   std::vector<char> gone_;

@@ -178,5 +178,39 @@ TEST(FairShareLedger, DecaysByHalfEveryHalfLife) {
   EXPECT_NEAR(l.projects().at("p"), 260, 1e-9);
 }
 
+// Removed nodes (NodeHealth::kRemoved) are out of the capacity a job can ever get while they stay removed:
+// a job beyond the rest waits with that reason (not "resources", not rejected: an admin may resume them).
+TEST(Queue, AJobBeyondTheNodesNotRemovedWaitsSayingSo) {
+  auto h = Harness::fat_tree(4, 2);  // 4 nodes x 8 GPUs
+  h.snapshot().config.explain = true;
+  const JobId whole = h.submit(spec_gpus(32));
+  h.snapshot().health.assign(4, NodeHealth::kUp);
+  h.snapshot().health[3] = NodeHealth::kRemoved;
+  Plan p = h.plan();
+  EXPECT_TRUE(p.rejected.empty());
+  EXPECT_EQ(Harness::find_start(p, whole), nullptr);
+  const PendingInfo* why = Harness::find_pending(p, whole);
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->reason, PendingReason::kResources);
+  EXPECT_EQ(why->message, "needs 32 GPUs and 1 node is removed: the others have 24");
+  // Nodes-with-k-GPUs too: four whole nodes of 8 on three.
+  jobs::JobSpec four = spec_gpus(16);
+  four.nodes = 4;
+  const JobId spread = h.submit(four);
+  p = h.plan();
+  ASSERT_NE(Harness::find_pending(p, spread), nullptr);
+  EXPECT_EQ(Harness::find_pending(p, spread)->message,
+            "needs 4 nodes with 4 GPUs each and 1 node is removed: the others are 3");
+  // A drained node still counts (it comes back by itself once drained), and a resumed one again.
+  h.snapshot().health[3] = NodeHealth::kDrain;
+  p = h.plan();
+  EXPECT_EQ(Harness::find_pending(p, whole)->message.find("removed"), std::string::npos)
+      << Harness::find_pending(p, whole)->message;
+  h.snapshot().health[3] = NodeHealth::kUp;
+  p = h.plan();
+  EXPECT_NE(Harness::find_start(p, whole), nullptr);
+}
+
 }  // namespace
 }  // namespace railyard::sched
+
