@@ -104,6 +104,8 @@ class Harness {
     run();
     return id;
   }
+  // Submits a job of `gpus` GPUs and reports its first allocation launched on each of its nodes.
+  jobs::JobId running(const std::shared_ptr<FakePeer>& p, int gpus);
   const store::JobRecord& job(jobs::JobId id) const { return *service->table().find(id); }
   sched::NodeHealth health(const std::string& node) const {
     return service->table().health(cluster_->find_node(node));
@@ -121,6 +123,14 @@ class Harness {
 inline json launched(const std::string& alloc, jobs::JobId job, const std::string& node) {
   return {{"type", "launched"}, {"v", 1},       {"alloc", alloc},
           {"job", job},         {"node", node}, {"ranks", json::array()}};
+}
+
+inline std::string first_alloc(jobs::JobId id) { return std::to_string(id) + ".1"; }
+
+inline jobs::JobId Harness::running(const std::shared_ptr<FakePeer>& p, int gpus) {
+  const jobs::JobId id = submit(gpus);
+  for (const auto& node : std::vector<std::string>(job(id).nodes)) send(p, launched(first_alloc(id), id, node));
+  return id;
 }
 
 inline json finished(const std::string& alloc, jobs::JobId job, const std::string& node,

@@ -121,11 +121,9 @@ TEST(AgentHub, AckOfAnOutcomeWaitsUntilItIsOnDisk) {
   testing::TempDir dir;
   Harness h(dir);
   auto p = h.connect({"n1", "n2"});
-  const auto a = h.submit(8);
-  const std::string alloc_a = std::to_string(a) + ".1";
-  h.send(p, launched(alloc_a, a, "n1"));
+  const auto a = h.running(p, 8);
   const int64_t syncs = h.service->stats().log_syncs_total;
-  h.hub->on_message(p.get(), finished(alloc_a, a, "n1", "completed", 0, 5).dump());
+  h.hub->on_message(p.get(), finished(first_alloc(a), a, h.job(a).nodes.at(0), "completed", 0, 5).dump());
   EXPECT_EQ(h.job(a).state, JobState::kCompleted) << "applied at once";
   EXPECT_TRUE(p->of("ack").empty()) << "not acknowledged before the log is synced";
   h.run();  // the delayed sync
@@ -134,13 +132,11 @@ TEST(AgentHub, AckOfAnOutcomeWaitsUntilItIsOnDisk) {
   EXPECT_EQ(h.service->stats().log_syncs_total, syncs + 1);
 
   // A synced commit makes the report durable too: the ack goes out with it, before the delayed sync.
-  const auto b = h.submit(8);
+  const auto b = h.running(p, 8);
   const auto waiting = h.submit(16);  // n2 alone cannot hold it while b runs
   ASSERT_EQ(h.job(waiting).state, JobState::kPending);
-  const std::string alloc_b = std::to_string(b) + ".1";
-  h.send(p, launched(alloc_b, b, h.job(b).nodes.at(0)));
   const int64_t synced_before = h.service->stats().log_syncs_total;
-  h.hub->on_message(p.get(), finished(alloc_b, b, h.job(b).nodes.at(0), "completed", 0, 6).dump());
+  h.hub->on_message(p.get(), finished(first_alloc(b), b, h.job(b).nodes.at(0), "completed", 0, 6).dump());
   EXPECT_EQ(p->of("ack").size(), 1u);
   ASSERT_TRUE(h.service->act(waiting, jobs::JobEvent::kCancelled, {"ada", store::Role::kUser}));
   ASSERT_EQ(p->of("ack").size(), 2u) << "the cancel's commit synced the log";
@@ -161,10 +157,8 @@ TEST(AgentHub, OneFailedNodeFailsTheJobAndKillsTheOthers) {
   testing::TempDir dir;
   Harness h(dir);
   auto p = h.connect({"n1", "n2"});
-  const auto id = h.submit(16);
-  const std::string alloc = std::to_string(id) + ".1";
-  h.send(p, launched(alloc, id, "n1"));
-  h.send(p, launched(alloc, id, "n2"));
+  const auto id = h.running(p, 16);
+  const std::string alloc = first_alloc(id);
   h.send(p, finished(alloc, id, "n1", "failed", 3, 1));
   EXPECT_EQ(h.job(id).state, JobState::kFailed);
   EXPECT_EQ(h.job(id).exit_code, 3);
