@@ -172,6 +172,9 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
          "railyard_submits_total " + std::to_string(stats.submits_total) + "\n");
   metric("railyard_submit_commits_total", "counter", "Store transactions that carried submits.",
          "railyard_submit_commits_total " + std::to_string(stats.submit_commits_total) + "\n");
+  metric("railyard_log_syncs_total", "counter",
+         "Syncs of the state database's log for passes and agent reports (not by an acknowledged commit).",
+         "railyard_log_syncs_total " + std::to_string(stats.log_syncs_total) + "\n");
   return m;
 }
 
