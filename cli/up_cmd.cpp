@@ -40,6 +40,7 @@ struct UpOptions {
   double timeout_s = 60;
   bool no_agents = false;
   bool no_config = false;
+  std::vector<std::string> scheduler_args;  // appended to railyard-scheduler's command line
 };
 
 std::string random_secret() {
@@ -118,7 +119,7 @@ std::string local_user() {
 // Polls GET /nodes until `want` nodes are up.
 void wait_for_nodes(const std::string& url, const std::string& token, size_t want, double timeout_s,
                     const std::string& dir) {
-  Api api({.url = url, .token = token, .timeout_s = 5});
+  Api api({.url = url, .token = token, .ca_file = {}, .timeout_s = 5});
   const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
   size_t up = 0;
   while (Clock::now() < deadline) {
@@ -161,6 +162,7 @@ void run_up(const UpOptions& o) {
                                  "--cluster", cluster_file};
   if (!o.no_agents) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
   if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
+  sargv.insert(sargv.end(), o.scheduler_args.begin(), o.scheduler_args.end());
   const int spid = local::start_process(pids, "scheduler", sargv, log);
   const int port = wait_for_listen(spid, log, o.timeout_s);
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
@@ -186,7 +188,7 @@ void run_up(const UpOptions& o) {
   wait_for_nodes(url, token, names.size(), o.timeout_s, dir);
 
   if (!o.no_config)
-    if (auto s = write_config_file(config_file_path(), {url, token}); !s)
+    if (auto s = write_config_file(config_file_path(), {url, token, {}}); !s)
       std::cerr << "railyard: " << s.error().message << std::endl;
   std::cerr << "railyard: local cluster up: " << names.size() << " x " << o.profile << " nodes ("
             << compress_hostlist(names) << "), scheduler pid " << spid << ", " << agents << " agent process(es)\n"
@@ -211,6 +213,9 @@ void add_up_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-agents", o->no_agents, "Start the scheduler only");
   cmd->add_flag("--no-config", o->no_config, "Do not write the URL and token to the CLI config file");
+  cmd->add_option("--scheduler-arg", o->scheduler_args,
+                  "An argument for railyard-scheduler, e.g. --scheduler-arg=--compact-wait=0 (repeatable)")
+      ->allow_extra_args(false);
   cmd->footer(R"txt(Prints two lines for a shell to eval (also written to the CLI config file):
   export RAILYARD_URL=http://127.0.0.1:8600
   export RAILYARD_TOKEN=...      (an admin token for you)

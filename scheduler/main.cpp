@@ -119,6 +119,8 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   service.set_clock_ms(wall_clock_ms);
   sched::PolicyConfig policy;
   policy.compact_wait_s = config.compact_wait_s;
+  if (auto s = daemon::apply_priority_weights(config.priority_weights, policy); !s)
+    return fail("--priority-weights " + s.error().message, 2);
   service.set_policy(policy);
   service.run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)
   service.commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
@@ -210,6 +212,9 @@ int main(int argc, char** argv) {
                  "seconds a multi-node job that fits now only on more leaf groups than its minimum waits for a "
                  "placement on its minimum, holding a reservation (0: off); default 300")
       ->check(CLI::Range(0, 86400));
+  app.add_option("--priority-weights", config.priority_weights,
+                 "multifactor priority weights to change, e.g. size=0,age=2000 (keys qos, age, fairshare, size; "
+                 "defaults 10000, 1000, 5000, 1000)");
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain: serve HTTPS/WSS only (with --tls-key)");
   app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert");
 
@@ -233,6 +238,7 @@ int main(int argc, char** argv) {
                                                           {"reconcile_grace", "--reconcile-grace"},
                                                           {"launch_timeout", "--launch-timeout"},
                                                           {"compact_wait", "--compact-wait"},
+                                                          {"priority_weights", "--priority-weights"},
                                                           {"tls_cert", "--tls-cert"},
                                                           {"tls_key", "--tls-key"}};
     for (const auto& [key, flag] : dashed)

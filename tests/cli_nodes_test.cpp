@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "tests/cli_test_util.hpp"
+#include "tests/fault_util.hpp"
 
 namespace railyard::testing {
 namespace {
@@ -111,7 +113,10 @@ TEST(CliUp, SchedulerOnlyUpWritesConfigAndDownStopsExactlyItsPids) {
   TempDir tmp;
   const std::string dir = tmp.file("state");
   std::map<std::string, std::string> env{{"HOME", tmp.file("home")}};
-  auto up = run_cli(RAILYARD_BIN, {"up", "--nodes", "3", "--no-agents", "--port", "0", "--state-dir", dir}, env);
+  auto up = run_cli(RAILYARD_BIN,
+                    {"up", "--nodes", "3", "--no-agents", "--port", "0", "--state-dir", dir,
+                     "--scheduler-arg=--priority-weights=size=0", "--scheduler-arg", "--compact-wait=30"},
+                    env);
   ASSERT_EQ(up.code, 0) << up.err;
   EXPECT_NE(up.out.find("export RAILYARD_URL=http://127.0.0.1:"), std::string::npos) << up.out;
   EXPECT_NE(up.out.find("export RAILYARD_TOKEN="), std::string::npos) << up.out;
@@ -137,6 +142,10 @@ TEST(CliUp, SchedulerOnlyUpWritesConfigAndDownStopsExactlyItsPids) {
   const auto pids = recorded_pids(dir);
   ASSERT_EQ(pids.size(), 1u);
   EXPECT_TRUE(pid_alive(pids[0]));
+  // --scheduler-arg reached the scheduler's command line, in order.
+  std::string cmdline = read_small("/proc/" + std::to_string(pids[0]) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  EXPECT_NE(cmdline.find(" --priority-weights=size=0 --compact-wait=30"), std::string::npos) << cmdline;
   // A process that is not ours, whose pid we pretend was recorded: `down` must leave it alone.
   const pid_t other = ::fork();
   if (other == 0) {
@@ -152,6 +161,16 @@ TEST(CliUp, SchedulerOnlyUpWritesConfigAndDownStopsExactlyItsPids) {
   ::waitpid(other, nullptr, 0);
   EXPECT_FALSE(std::filesystem::exists(dir + "/pids"));
   EXPECT_EQ(run_cli(RAILYARD_BIN, {"down", "--state-dir", dir}, env).code, 0) << "nothing to stop is fine";
+
+  // A scheduler argument it refuses: `up` fails and shows the scheduler's own message.
+  const std::string bad_dir = tmp.file("bad");
+  auto bad = run_cli(RAILYARD_BIN,
+                     {"up", "--nodes", "1", "--no-agents", "--port", "0", "--state-dir", bad_dir,
+                      "--scheduler-arg=--priority-weights=size=big"},
+                     env);
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("'size=big': the weight must be a number"), std::string::npos) << bad.err;
+  (void)run_cli(RAILYARD_BIN, {"down", "--state-dir", bad_dir}, env);
 }
 
 TEST(CliUp, MissingAgentBinaryIsAClearError) {

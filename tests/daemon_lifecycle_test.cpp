@@ -440,6 +440,43 @@ TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
       << "listed among the known keys";
 }
 
+// --priority-weights / "priority_weights": the core's multifactor weights, any subset, checked before use.
+TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
+  sched::PolicyConfig p;
+  const sched::PolicyConfig defaults;
+  ASSERT_TRUE(apply_priority_weights("size=0,age=2000.5", p));
+  EXPECT_EQ(p.weight_size, 0);
+  EXPECT_EQ(p.weight_age, 2000.5);
+  EXPECT_EQ(p.weight_qos, defaults.weight_qos) << "not named: unchanged";
+  EXPECT_EQ(p.weight_fairshare, defaults.weight_fairshare);
+  ASSERT_TRUE(apply_priority_weights("", p)) << "nothing to change";
+  for (const char* bad : {"size", "speed=1", "size=-1", "size=abc", "size=2e9", "size=", "size=1,", "=5"}) {
+    sched::PolicyConfig q;
+    auto s = apply_priority_weights(bad, q);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_EQ(q.weight_qos, defaults.weight_qos);
+  }
+  EXPECT_EQ(apply_priority_weights("qos=1,speed=2", p).error().message,
+            "'speed=2': expected qos=N, age=N, fairshare=N or size=N");
+  EXPECT_EQ(apply_priority_weights("size=-1", p).error().message, "'size=-1': the weight must be a number 0..1e9");
+
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  ASSERT_TRUE(merge(R"({"priority_weights": "size=0"})", {}, c));
+  EXPECT_EQ(c.priority_weights, "size=0");
+  DaemonConfig flagged;
+  flagged.priority_weights = "age=5";  // --priority-weights age=5 on the command line
+  ASSERT_TRUE(merge(R"({"priority_weights": "size=0"})", {"priority_weights"}, flagged));
+  EXPECT_EQ(flagged.priority_weights, "age=5");
+  DaemonConfig d;
+  auto bad = merge(R"({"priority_weights": "size=big"})", {}, d);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("priority_weights: 'size=big': the weight must be a number"), std::string::npos)
+      << bad.error().message;
+  EXPECT_FALSE(merge(R"({"priority_weights": 3})", {}, d));
+  EXPECT_TRUE(d.priority_weights.empty());
+}
+
 // The same keys from a TOML file (named *.toml), with the same checks and flags still winning.
 TEST(DaemonConfig, TomlFileGivesTheSameKeys) {
   const ConfigFile merge("c.toml");

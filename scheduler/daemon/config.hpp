@@ -2,7 +2,8 @@
 // named *.toml) TOML
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
-//   "launch_timeout": 120, "compact_wait": 300, "tls_cert": "...", "tls_key": "..."});
+//   "launch_timeout": 120, "compact_wait": 300, "priority_weights": "size=0", "tls_cert": "...",
+//   "tls_key": "..."});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "common/result.hpp"
+#include "scheduler/core/snapshot.hpp"
 #include "topology/cluster.hpp"
 
 namespace railyard::daemon {
@@ -27,6 +29,7 @@ struct DaemonConfig {
   int reconcile_grace_s = -1;      // -1 = the heartbeat timeout
   int launch_timeout_s = 120;      // a connected node that answers no launch order fails the job (1..86400)
   int compact_wait_s = 300;        // sched::PolicyConfig::compact_wait_s (0..86400; 0 = off)
+  std::string priority_weights;    // "qos=N,age=N,fairshare=N,size=N", any subset; "" = the defaults
   std::string tls_cert;            // PEM certificate chain; with tls_key: HTTPS/WSS only
   std::string tls_key;             // PEM private key
 };
@@ -42,5 +45,9 @@ struct ListenAddress {
 Result<ListenAddress> parse_listen(const std::string& text);
 
 Result<topology::Cluster> load_cluster(const DaemonConfig& config);
+
+// Sets the multifactor priority weights named in `text` ("size=0,age=2000": keys qos, age, fairshare, size;
+// each a number 0..1e9) on `policy`, leaving the others; an error names the bad part.
+Status apply_priority_weights(const std::string& text, sched::PolicyConfig& policy);
 
 }  // namespace railyard::daemon
