@@ -6,7 +6,8 @@
 #
 # The caller sets, before sourcing: here (the bench folder), WORK (setup logs go there), SDIR (Slurm state
 # dir), RDIR (Railyard state dir), LEAF, USE_SLURM ("" or a Slurm that setup.sh already started in SDIR: used
-# as is and left running), and defines log(). Optional: EMULATE (nodes per agent process, default 128).
+# as is and left running), and defines log(). Optional: EMULATE (nodes per agent process, default 128),
+# RY_UP_ARGS (more `railyard up` arguments, split on spaces, e.g. "--scheduler-arg=--priority-weights=size=0").
 #
 #   sbs_up "1024 256"   tries node counts, largest first, until both systems come up with the same count;
 #                       sets NODES, CTLD, SCHED, API, AUTH; exports SLURM_CONF, RAILYARD_URL, RAILYARD_TOKEN.
@@ -39,7 +40,7 @@ sbs_up() {
       log "slurm up with $n nodes in $(awk -v a="$t_setup" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s;" \
         "slurmd RSS total $(pgrep -x slurmd | xargs -I{} awk '/^VmRSS/ { s += $2 } END { print s + 0 }' /proc/{}/status 2>/dev/null | awk '{ s += $1 } END { printf "%.0f MB", s / 1024 }')"
       if env_lines=$(railyard up --nodes "$n" --profile dgx-h100 --leaf-size "$LEAF" --state-dir "$RDIR" --port 0 \
-        --emulate-nodes "${EMULATE:-128}" --no-config --timeout 120 2> "$WORK/railyard-up.log"); then
+        --emulate-nodes "${EMULATE:-128}" --no-config --timeout 120 ${RY_UP_ARGS:-} 2> "$WORK/railyard-up.log"); then
         eval "$env_lines"
         NODES=$n
         break
