@@ -14,6 +14,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "scheduler/queue/priority.hpp"
 #include "scheduler/sim/report.hpp"
 #include "scheduler/sim/simulator.hpp"
 #include "scheduler/sim/trace.hpp"
@@ -42,6 +43,7 @@ struct SimCmdOptions {
   std::string on_bad_row = "skip";
   int64_t pass_interval_s = 0;
   int64_t compact_wait_s = sched::PolicyConfig{}.compact_wait_s;
+  std::string priority_weights;
   bool progress = false;
   int threads = 1;
   sim::CommParams comm;
@@ -173,6 +175,8 @@ void run_sim(const SimCmdOptions& o) {
     auto p = sim::policy_by_name(name);
     if (!p) fail(p.error());
     p->config.compact_wait_s = o.compact_wait_s;  // first-fit ignores it (no leaf-aware placement)
+    if (auto s = sched::apply_priority_weights(o.priority_weights, p->config); !s)
+      fail_usage("--priority-weights " + s.error().message);
     policies.push_back(std::move(p).value());
   }
   const topology::Cluster cluster = build_cluster(o);
@@ -225,6 +229,8 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
                  "Seconds a multi-node job that fits now only on more leaf groups than its minimum waits for "
                  "a placement on its minimum (0: off)")
       ->capture_default_str();
+  cmd.add_option("--priority-weights", o.priority_weights,
+                 "Multifactor weights to change, e.g. size=0 (keys qos, age, fairshare, size), as the daemon's");
   cmd.add_flag("--progress", o.progress, "Progress on stderr even when it is not a terminal");
   cmd.add_option("--threads", o.threads, "Policies simulated at once")->capture_default_str();
   cmd.add_option("--comm-share-node", o.comm.share_in_node, "Comm share of step time, 2..8 GPU jobs")

@@ -27,6 +27,7 @@
 #include "scheduler/api/watch.hpp"
 #include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
+#include "scheduler/queue/priority.hpp"
 #include "scheduler/daemon/service.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "topology/io_json.hpp"
@@ -119,7 +120,7 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   service.set_clock_ms(wall_clock_ms);
   sched::PolicyConfig policy;
   policy.compact_wait_s = config.compact_wait_s;
-  if (auto s = daemon::apply_priority_weights(config.priority_weights, policy); !s)
+  if (auto s = sched::apply_priority_weights(config.priority_weights, policy); !s)
     return fail("--priority-weights " + s.error().message, 2);
   service.set_policy(policy);
   service.run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)

@@ -10,6 +10,7 @@
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
 #include "scheduler/daemon/config.hpp"
+#include "scheduler/queue/priority.hpp"
 #include "tests/agent_hub_harness.hpp"
 
 namespace railyard::daemon {
@@ -442,6 +443,7 @@ TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
 
 // --priority-weights / "priority_weights": the core's multifactor weights, any subset, checked before use.
 TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
+  using sched::apply_priority_weights;
   sched::PolicyConfig p;
   const sched::PolicyConfig defaults;
   ASSERT_TRUE(apply_priority_weights("size=0,age=2000.5", p));

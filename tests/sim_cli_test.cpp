@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -118,6 +120,44 @@ TEST_F(SimCli, BadRowsSkippedWithLineNumbersOrStopWithExit2) {
   CmdResult stop = run("--nodes 4 --leaf-size 2 --trace " + trace.string() + " --on-bad-row stop");
   EXPECT_EQ(stop.code, 2);
   EXPECT_NE(stop.err.find("line 7"), std::string::npos) << stop.err;
+}
+
+// --priority-weights as the daemon's: with the default size weight a later 16-GPU job goes before an earlier
+// 8-GPU one when the cluster frees up; with size=0 the earlier one goes first.
+TEST_F(SimCli, PriorityWeightsChangeTheOrder) {
+  const fs::path trace = write("w.csv",
+                               "job_id,submit_s,duration_s,num_gpus,user,status\n"
+                               "first,0,100,16,u,unknown\n"
+                               "small,10,50,8,u,unknown\n"
+                               "large,20,50,16,u,unknown\n");
+  auto starts = [&](const std::string& extra) {
+    const fs::path jobs = dir_ / "jobs.csv";
+    CmdResult r = run("--nodes 2 --leaf-size 2 --trace " + trace.string() +
+                      " --policy railyard --comm-share-node 0 --comm-share-multi 0 --jobs-out " + jobs.string() +
+                      " --json" + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::map<std::string, std::string> start;  // job_id -> start_s
+    std::istringstream in(slurp(jobs));
+    std::string line;
+    std::getline(in, line);  // header: job_id,policy,submit_s,start_s,...
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ls(line);
+      for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+      if (f.size() > 3) start[f[0]] = f[3];
+    }
+    return start;
+  };
+  auto by_size = starts("");
+  EXPECT_EQ(by_size["large"], "100");
+  EXPECT_EQ(by_size["small"], "150");
+  auto by_age = starts(" --priority-weights size=0");
+  EXPECT_EQ(by_age["small"], "100");
+  EXPECT_EQ(by_age["large"], "150");
+  CmdResult bad = run("--nodes 2 --trace " + trace.string() + " --priority-weights size=big");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--priority-weights 'size=big': the weight must be a number"), std::string::npos)
+      << bad.err;
 }
 
 TEST_F(SimCli, UnreadableTraceAndBadUsageExit2) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "scheduler/queue/priority.hpp"
 #include "topology/generator.hpp"
 #include "topology/io.hpp"
 
@@ -99,7 +100,7 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
       s = want(v.is_string(), "a string like \"size=0,age=2000\"");
       if (s) {
         sched::PolicyConfig check;
-        if (auto bad = apply_priority_weights(v.get<std::string>(), check); !bad)
+        if (auto bad = sched::apply_priority_weights(v.get<std::string>(), check); !bad)
           s = invalid(file_path + ": priority_weights: " + bad.error().message);
       }
       if (s && !is_given) c.priority_weights = v.get<std::string>();
@@ -129,32 +130,6 @@ Result<ListenAddress> parse_listen(const std::string& text) {
   if (ec != std::errc() || p != e || b == e || a.port < 0 || a.port > 65535)
     return invalid("--listen " + text + ": port must be 0..65535");
   return a;
-}
-
-Status apply_priority_weights(const std::string& text, sched::PolicyConfig& policy) {
-  if (text.empty()) return ok();
-  for (size_t pos = 0; pos <= text.size();) {
-    const size_t end = std::min(text.find(',', pos), text.size());
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq);
-    double* weight = key == "qos"         ? &policy.weight_qos
-                     : key == "age"       ? &policy.weight_age
-                     : key == "fairshare" ? &policy.weight_fairshare
-                     : key == "size"      ? &policy.weight_size
-                                          : nullptr;
-    if (eq == std::string::npos || !weight)
-      return invalid("'" + item + "': expected qos=N, age=N, fairshare=N or size=N");
-    const std::string number = item.substr(eq + 1);
-    double value = 0;
-    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (ec != std::errc() || p != number.data() + number.size() || number.empty() || !(value >= 0) ||
-        value > 1e9)
-      return invalid("'" + item + "': the weight must be a number 0..1e9");
-    *weight = value;
-  }
-  return ok();
 }
 
 Result<topology::Cluster> load_cluster(const DaemonConfig& c) {

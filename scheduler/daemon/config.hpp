@@ -11,7 +11,6 @@
 #include <string>
 
 #include "common/result.hpp"
-#include "scheduler/core/snapshot.hpp"
 #include "topology/cluster.hpp"
 
 namespace railyard::daemon {
@@ -46,8 +45,5 @@ Result<ListenAddress> parse_listen(const std::string& text);
 
 Result<topology::Cluster> load_cluster(const DaemonConfig& config);
 
-// Sets the multifactor priority weights named in `text` ("size=0,age=2000": keys qos, age, fairshare, size;
-// each a number 0..1e9) on `policy`, leaving the others; an error names the bad part.
-Status apply_priority_weights(const std::string& text, sched::PolicyConfig& policy);
 
 }  // namespace railyard::daemon

@@ -1,6 +1,7 @@
 #include "scheduler/queue/priority.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <unordered_set>
@@ -72,6 +73,32 @@ std::vector<size_t> priority_order(const Snapshot& s, const std::vector<double>&
     return s.pending[a].id < s.pending[b].id;
   });
   return order;
+}
+
+Status apply_priority_weights(const std::string& text, sched::PolicyConfig& policy) {
+  if (text.empty()) return ok();
+  for (size_t pos = 0; pos <= text.size();) {
+    const size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    double* weight = key == "qos"         ? &policy.weight_qos
+                     : key == "age"       ? &policy.weight_age
+                     : key == "fairshare" ? &policy.weight_fairshare
+                     : key == "size"      ? &policy.weight_size
+                                          : nullptr;
+    if (eq == std::string::npos || !weight)
+      return invalid("'" + item + "': expected qos=N, age=N, fairshare=N or size=N");
+    const std::string number = item.substr(eq + 1);
+    double value = 0;
+    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec != std::errc() || p != number.data() + number.size() || number.empty() || !(value >= 0) ||
+        value > 1e9)
+      return invalid("'" + item + "': the weight must be a number 0..1e9");
+    *weight = value;
+  }
+  return ok();
 }
 
 }  // namespace railyard::sched

@@ -9,8 +9,10 @@
 // Ties go to the earlier submit, then the lower job id, so the order is total and deterministic.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "common/result.hpp"
 #include "scheduler/core/snapshot.hpp"
 
 namespace railyard::sched {
@@ -20,5 +22,10 @@ std::vector<double> compute_priorities(const Snapshot& snapshot);
 
 // Indices into snapshot.pending, highest priority first.
 std::vector<size_t> priority_order(const Snapshot& snapshot, const std::vector<double>& priorities);
+
+// Sets the weights named in `text` ("size=0,age=2000": keys qos, age, fairshare, size; each a number 0..1e9)
+// on `policy`, leaving the others; an error names the bad part ("" changes nothing). The daemon's
+// --priority-weights and `railyard sim --priority-weights`.
+Status apply_priority_weights(const std::string& text, PolicyConfig& policy);
 
 }  // namespace railyard::sched
