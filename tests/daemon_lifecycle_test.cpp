@@ -446,8 +446,8 @@ TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
   using sched::apply_priority_weights;
   sched::PolicyConfig p;
   const sched::PolicyConfig defaults;
-  ASSERT_TRUE(apply_priority_weights("size=0,age=2000.5", p));
-  EXPECT_EQ(p.weight_size, 0);
+  ASSERT_TRUE(apply_priority_weights("size=500,age=2000.5", p));
+  EXPECT_EQ(p.weight_size, 500);
   EXPECT_EQ(p.weight_age, 2000.5);
   EXPECT_EQ(p.weight_qos, defaults.weight_qos) << "not named: unchanged";
   EXPECT_EQ(p.weight_fairshare, defaults.weight_fairshare);

@@ -122,8 +122,8 @@ TEST_F(SimCli, BadRowsSkippedWithLineNumbersOrStopWithExit2) {
   EXPECT_NE(stop.err.find("line 7"), std::string::npos) << stop.err;
 }
 
-// --priority-weights as the daemon's: with the default size weight a later 16-GPU job goes before an earlier
-// 8-GPU one when the cluster frees up; with size=0 the earlier one goes first.
+// --priority-weights as the daemon's: by default (size weight 0) the earlier 8-GPU job goes first when the
+// cluster frees up; with a size weight the later 16-GPU job goes before it.
 TEST_F(SimCli, PriorityWeightsChangeTheOrder) {
   const fs::path trace = write("w.csv",
                                "job_id,submit_s,duration_s,num_gpus,user,status\n"
@@ -148,12 +148,12 @@ TEST_F(SimCli, PriorityWeightsChangeTheOrder) {
     }
     return start;
   };
-  auto by_size = starts("");
-  EXPECT_EQ(by_size["large"], "100");
-  EXPECT_EQ(by_size["small"], "150");
-  auto by_age = starts(" --priority-weights size=0");
+  auto by_age = starts("");
   EXPECT_EQ(by_age["small"], "100");
   EXPECT_EQ(by_age["large"], "150");
+  auto by_size = starts(" --priority-weights size=1000");
+  EXPECT_EQ(by_size["large"], "100");
+  EXPECT_EQ(by_size["small"], "150");
   CmdResult bad = run("--nodes 2 --trace " + trace.string() + " --priority-weights size=big");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--priority-weights 'size=big': the weight must be a number"), std::string::npos)

@@ -5,7 +5,7 @@
 //   A = min(1, wait / age_max)
 //   F = (2^(-U_user / S_user) + 2^(-U_project / S_project)) / 2     (Slurm's classic fair-share factor)
 //       U = the user's (project's) share of all decayed usage; S = 1 / number of users (projects) seen
-//   S = min(1, gpus / cluster GPUs)                                 (favours big jobs, which are hardest to fit)
+//   S = min(1, gpus / cluster GPUs)                                 (favours big jobs; w_size is 0 by default)
 // Ties go to the earlier submit, then the lower job id, so the order is total and deterministic.
 #pragma once
 
