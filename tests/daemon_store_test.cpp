@@ -250,23 +250,20 @@ struct TwoConnections {
   Result<std::unique_ptr<SqliteStateStore>> st = SqliteStateStore::open(dir.file("s.db"));
   Result<std::unique_ptr<SqliteStateStore>> second = SqliteStateStore::open(dir.file("s.db"));
   bool ok() const { return cluster && st && second; }
+  std::string file() const { return dir.file("s.db"); }
 };
 
 TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
   TwoConnections db;
   ASSERT_TRUE(db.ok());
-  auto& dir = db.dir;
-  auto& cluster = db.cluster;
-  auto& st = db.st;
-  auto& second = db.second;
   FakeLoop loop;
   daemon::Loop fake{
       [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
       [&](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
-  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  daemon::Service svc(*db.cluster, std::move(*db.st), std::move(fake), [] { return int64_t{5000}; });
   std::deque<std::function<void()>> committer;
   svc.set_submit_committer(
-      std::move(*second), [&](std::function<void()> fn) { committer.push_back(std::move(fn)); }, 2);
+      std::move(*db.second), [&](std::function<void()> fn) { committer.push_back(std::move(fn)); }, 2);
   ASSERT_TRUE(svc.open());
   loop.run();
   const daemon::Caller ada{"ada", store::Role::kUser};
@@ -288,14 +285,14 @@ TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
   submit(3);
   loop.run();
   EXPECT_EQ(committer.size(), 1u) << "one commit in flight at a time";
-  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 0);
+  EXPECT_EQ(count_rows(db.file(), jobs_on_disk), 0);
   auto run_commit = [&] {
     auto fn = std::move(committer.front());
     committer.pop_front();
     fn();
   };
   run_commit();
-  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 2);
+  EXPECT_EQ(count_rows(db.file(), jobs_on_disk), 2);
   EXPECT_TRUE(acked.empty()) << "acknowledged on the committer's thread";
   EXPECT_EQ(svc.table().find(1), nullptr);
   loop.run();  // the first commit is applied and acked; the two that waited form the next commit
@@ -313,8 +310,8 @@ TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
   EXPECT_EQ(acked[2], (std::vector<jobs::JobId>{4, 5, 6}));
   EXPECT_EQ(svc.stats().submit_commits_total, 2);
   EXPECT_EQ(svc.stats().submits_total, 6);
-  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 6);
-  EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM events WHERE what = 'submitted'"), 6);
+  EXPECT_EQ(count_rows(db.file(), jobs_on_disk), 6);
+  EXPECT_EQ(count_rows(db.file(), "SELECT count(*) FROM events WHERE what = 'submitted'"), 6);
   EXPECT_EQ(svc.table().find(2)->state, JobState::kCancelled);
   EXPECT_TRUE(committer.empty());
   // Fewer jobs than the committer's minimum (2) commit on the loop.
@@ -323,17 +320,13 @@ TEST(Service, SubmitCommitsOffTheLoopAreOrderedAndAckedOnlyOnceOnDisk) {
   EXPECT_TRUE(committer.empty());
   ASSERT_EQ(acked.size(), 4u);
   EXPECT_EQ(acked[3], (std::vector<jobs::JobId>{7}));
-  EXPECT_EQ(count_rows(dir.file("s.db"), jobs_on_disk), 7);
+  EXPECT_EQ(count_rows(db.file(), jobs_on_disk), 7);
 }
 
 // The daemon's form: a real thread and a loop that other threads post to.
 TEST(Service, SubmitCommitsOnTheirOwnThreadLoseAndReorderNothing) {
   TwoConnections db;
   ASSERT_TRUE(db.ok());
-  auto& dir = db.dir;
-  auto& cluster = db.cluster;
-  auto& st = db.st;
-  auto& second = db.second;
   std::mutex mutex;
   std::deque<std::function<void()>> posted;
   daemon::Loop loop{[&](std::function<void()> fn) {
@@ -355,8 +348,8 @@ TEST(Service, SubmitCommitsOnTheirOwnThreadLoseAndReorderNothing) {
     fn();
     return true;
   };
-  daemon::Service svc(*cluster, std::move(*st), std::move(loop), [] { return int64_t{5000}; });
-  svc.commit_submits_on_thread(std::move(*second), 1);
+  daemon::Service svc(*db.cluster, std::move(*db.st), std::move(loop), [] { return int64_t{5000}; });
+  svc.commit_submits_on_thread(std::move(*db.second), 1);
   ASSERT_TRUE(svc.open());
   const daemon::Caller ada{"ada", store::Role::kUser};
   jobs::JobSpec spec;
@@ -375,7 +368,7 @@ TEST(Service, SubmitCommitsOnTheirOwnThreadLoseAndReorderNothing) {
     if (!run_one()) std::this_thread::sleep_for(std::chrono::microseconds(100));
   ASSERT_EQ(acked.size(), 2u * kRequests);
   for (size_t i = 0; i < acked.size(); ++i) EXPECT_EQ(acked[i], static_cast<jobs::JobId>(i + 1));
-  EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM jobs"), 2 * kRequests);
+  EXPECT_EQ(count_rows(db.file(), "SELECT count(*) FROM jobs"), 2 * kRequests);
   EXPECT_EQ(svc.stats().submits_total, 2 * kRequests);
   EXPECT_LT(svc.stats().submit_commits_total, kRequests) << "submits that queued meanwhile share commits";
   while (run_one()) {
