@@ -8,29 +8,32 @@
 # completed, the scheduler's CPU seconds over that window (/proc/PID/stat utime+stime: slurmctld vs
 # railyard-scheduler) and its peak RSS (VmHWM, reset through /proc/PID/clear_refs before each run).
 #
-#   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-N "1024 256 128"] [-l LEAF] [-w DIR]
-#                     [-t E2E_TIMEOUT_S] [-u SLURM_DIR]
+#   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-r RUNS] [-N "1024 256 128"] [-l LEAF]
+#                     [-w DIR] [-t E2E_TIMEOUT_S] [-u SLURM_DIR]
 #
 # -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; "none": skip; minutes
 # per 1,000 jobs on 2 cores). -u: use a Slurm that bench/slurm/setup.sh already started in SLURM_DIR (its node
-# count is used for Railyard too; it is left running). Otherwise:
+# count is used for Railyard too; it is left running). -r: measure each N RUNS times, Slurm and Railyard in
+# turn (default 1); the table then gives each system's median and, under the ratio, the lowest and highest
+# ratio of one Slurm run and the Railyard run right after it. Otherwise:
 # -N lists node counts to try, largest first: the first one whose Slurm (one slurmd per node) and Railyard
 # both come up is used for both systems. Needs root (munge, slurmd, clear_refs). Every daemon it starts is
 # stopped at exit (bench/slurm/stop.sh, railyard down).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-BUILD=$root/build/release SIZES="1000 5000" SINGLE_SIZES= USE_SLURM= NODE_TRIES="1024 256 128" LEAF=32 E2E_TIMEOUT=600
+BUILD=$root/build/release SIZES="1000 5000" SINGLE_SIZES= USE_SLURM= NODE_TRIES="1024 256 128" LEAF=32 E2E_TIMEOUT=600 RUNS=1
 WORK=$(mktemp -d /tmp/vs-slurm.XXXXXX)
-while getopts "b:n:s:N:l:w:t:u:" opt; do
+while getopts "b:n:s:r:N:l:w:t:u:" opt; do
   case $opt in
     b) BUILD=$(realpath "$OPTARG") ;; n) SIZES=$OPTARG ;; N) NODE_TRIES=$OPTARG ;; l) LEAF=$OPTARG ;;
     w) WORK=$(realpath -m "$OPTARG"); mkdir -p "$WORK" ;; t) E2E_TIMEOUT=$OPTARG ;;
-    s) SINGLE_SIZES=$OPTARG ;; u) USE_SLURM=$(realpath "$OPTARG") ;;
-    *) sed -n '2,21p' "$0"; exit 2 ;;
+    s) SINGLE_SIZES=$OPTARG ;; u) USE_SLURM=$(realpath "$OPTARG") ;; r) RUNS=$OPTARG ;;
+    *) sed -n '2,23p' "$0"; exit 2 ;;
   esac
 done
 SINGLE_SIZES=${SINGLE_SIZES:-$SIZES}
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "vs-slurm: -r takes a count of runs (1, 2, ...), not '$RUNS'" >&2; exit 2; }
 export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
 for p in railyard railyard-scheduler railyard-agent sbatch slurmctld curl; do
   command -v "$p" >/dev/null || { echo "vs-slurm: $p not found (build $BUILD?)" >&2; exit 3; }
@@ -66,28 +69,32 @@ ry_bulk() {
 }
 
 RESULTS=$WORK/results.tsv
-printf 'system\tform\tN\tsubmit_s\tsubmit_jobs_per_s\te2e_s\te2e_jobs_per_s\tsched_cpu_s\tcpu_ms_per_job\tpeak_rss_mb\n' > "$RESULTS"
-measure() {  # measure SYSTEM FORM N PID SUBMIT_FN ACTIVE_FN
-  local sys=$1 form=$2 n=$3 pid=$4 submit=$5 active=$6 c0 t0 t1 e2e c1
+printf 'system\tform\tN\trun\tsubmit_s\tsubmit_jobs_per_s\te2e_s\te2e_jobs_per_s\tsched_cpu_s\tcpu_ms_per_job\tpeak_rss_mb\n' > "$RESULTS"
+measure() {  # measure SYSTEM FORM N RUN PID SUBMIT_FN ACTIVE_FN
+  local sys=$1 form=$2 n=$3 run=$4 pid=$5 submit=$6 active=$7 c0 t0 t1 e2e c1
   reset_hwm "$pid"
   c0=$(cpu_s "$pid"); t0=$(now)
   "$submit" "$n" || log "$sys $form $n: submitting failed"
   t1=$(now)
   e2e=$(wait_drained "$active" "$t0" "$E2E_TIMEOUT")
   c1=$(cpu_s "$pid")
-  awk -v s="$sys" -v f="$form" -v n="$n" -v t0="$t0" -v t1="$t1" -v e="$e2e" -v c0="$c0" -v c1="$c1" -v m="$(hwm_mb "$pid")" '
+  awk -v s="$sys" -v f="$form" -v n="$n" -v r="$run" -v t0="$t0" -v t1="$t1" -v e="$e2e" -v c0="$c0" -v c1="$c1" -v m="$(hwm_mb "$pid")" '
     BEGIN { sub_s = t1 - t0; cpu = c1 - c0
-      printf "%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%.2f\t%.2f\t%d\n", s, f, n, sub_s, n / sub_s, e,
+      printf "%s\t%s\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%.2f\t%.2f\t%d\n", s, f, n, r, sub_s, n / sub_s, e,
         (e == "timeout" ? "-" : sprintf("%.0f", n / e)), cpu, 1000 * cpu / n, m }' | tee -a "$RESULTS" >&2
 }
 for n in $SINGLE_SIZES; do
   [[ $n == none ]] && continue
-  measure slurm single "$n" "$CTLD" slurm_single slurm_active
-  measure railyard single "$n" "$SCHED" ry_single ry_active
+  for ((run = 1; run <= RUNS; run++)); do
+    measure slurm single "$n" "$run" "$CTLD" slurm_single slurm_active
+    measure railyard single "$n" "$run" "$SCHED" ry_single ry_active
+  done
 done
 for n in $SIZES; do
-  measure slurm bulk "$n" "$CTLD" slurm_bulk slurm_active
-  measure railyard bulk "$n" "$SCHED" ry_bulk ry_active
+  for ((run = 1; run <= RUNS; run++)); do
+    measure slurm bulk "$n" "$run" "$CTLD" slurm_bulk slurm_active
+    measure railyard bulk "$n" "$run" "$SCHED" ry_bulk ry_active
+  done
 done
 failed=$(ry_state FAILED)
 [[ -z "$failed" || "$failed" == 0 ]] || log "railyard: $failed jobs FAILED (see $RDIR/scheduler.log)"
@@ -96,18 +103,45 @@ failed=$(ry_state FAILED)
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo));" \
   "$NODES emulated DGX H100 nodes, leaf $LEAF; Slurm $(sbatch --version | awk '{ print $2 }'), one slurmd per node;" \
   "railyard up --emulate-nodes 128 from $BUILD"
+# Per form and N: each system's median over the runs; with more than one run, the range of the per-run ratios
+# (a Slurm run against the Railyard run that followed it) in brackets. mawk has no asort: insertion sort.
 awk -F'\t' '
   NR == 1 { next }
-  { k = $2 "\t" $3; sub_[$1, k] = $5; e2e[$1, k] = $7; cpu[$1, k] = $9; mem[$1, k] = $10; if (!(k in seen)) { seen[k] = 1; keys[++nk] = k } }
+  { k = $2 "\t" $3; r = $4
+    if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+    if (r > runs[k]) runs[k] = r
+    sub_[$1, k, r] = $6; e2e[$1, k, r] = $8; cpu[$1, k, r] = $10; mem[$1, k, r] = $11 }
+  function median(a, sys, k, n,   i, j, m, v, t) {
+    m = 0
+    for (i = 1; i <= n; i++) if (((sys, k, i) in a) && a[sys, k, i] != "-") v[++m] = a[sys, k, i] + 0
+    if (m == 0) return "-"
+    for (i = 2; i <= m; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+    return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+  }
   function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.1fx", a / b) }
+  # ratio of the medians, then [lowest-highest] of the per-run ratios; up: Railyard over Slurm, else inverse
+  function ratios(a, k, n, up,   i, x, lo, hi, s) {
+    s = up ? ratio(median(a, "railyard", k, n), median(a, "slurm", k, n)) \
+           : ratio(median(a, "slurm", k, n), median(a, "railyard", k, n))
+    if (n < 2) return s
+    lo = ""; hi = ""
+    for (i = 1; i <= n; i++) {
+      if (a["railyard", k, i] == "-" || a["slurm", k, i] == "-" || a["railyard", k, i] + 0 == 0 || a["slurm", k, i] + 0 == 0) continue
+      x = up ? a["railyard", k, i] / a["slurm", k, i] : a["slurm", k, i] / a["railyard", k, i]
+      if (lo == "" || x < lo) lo = x
+      if (hi == "" || x > hi) hi = x
+    }
+    return lo == "" ? s : sprintf("%s [%.1f-%.1f]", s, lo, hi)
+  }
+  function fmt(v, d) { return v == "-" ? "-" : sprintf("%." d "f", v) }
   END {
-    printf "| form | N | submit jobs/s Slurm | Railyard | ratio | e2e jobs/s Slurm | Railyard | ratio | sched CPU ms/job Slurm | Railyard | ratio | peak RSS MB Slurm | Railyard |\n"
-    printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-    for (i = 1; i <= nk; i++) { k = keys[i]; split(k, p, "\t")
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2],
-        sub_["slurm", k], sub_["railyard", k], ratio(sub_["railyard", k], sub_["slurm", k]),
-        e2e["slurm", k], e2e["railyard", k], ratio(e2e["railyard", k], e2e["slurm", k]),
-        cpu["slurm", k], cpu["railyard", k], ratio(cpu["slurm", k], cpu["railyard", k]),
-        mem["slurm", k], mem["railyard", k] } }' "$RESULTS"
+    printf "| form | N | runs | submit jobs/s Slurm | Railyard | ratio | e2e jobs/s Slurm | Railyard | ratio | sched CPU ms/job Slurm | Railyard | ratio | peak RSS MB Slurm | Railyard |\n"
+    printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    for (i = 1; i <= nk; i++) { k = keys[i]; n = runs[k]; split(k, p, "\t")
+      printf "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], n,
+        fmt(median(sub_, "slurm", k, n), 0), fmt(median(sub_, "railyard", k, n), 0), ratios(sub_, k, n, 1),
+        fmt(median(e2e, "slurm", k, n), 0), fmt(median(e2e, "railyard", k, n), 0), ratios(e2e, k, n, 1),
+        fmt(median(cpu, "slurm", k, n), 2), fmt(median(cpu, "railyard", k, n), 2), ratios(cpu, k, n, 0),
+        fmt(median(mem, "slurm", k, n), 0), fmt(median(mem, "railyard", k, n), 0) } }' "$RESULTS"
 echo "(ratios: Railyard over Slurm for jobs/s; Slurm over Railyard for CPU per job, so > 1x favours Railyard)"
 log "raw figures in $RESULTS"
