@@ -141,8 +141,8 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
                                    spec.stdout_path, spec.stderr_path});
   }
   if (procs_fd >= 0) close(procs_fd);
-  if (auto s = write_state(options_.state_dir, rec); !s)
-    note(out.notes, s.error().message + " (recovery after a restart will miss it)");
+  if (auto s = options_.allocs ? options_.allocs->put(rec) : invalid("no allocation store"); !s)
+    note(out.notes, s.error().message + " (recovery after a restart will miss " + rec.alloc_id + ")");
   return out;
 }
 

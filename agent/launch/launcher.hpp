@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ namespace railyard::agent {
 
 struct LauncherOptions {
   std::filesystem::path state_dir;
+  std::shared_ptr<AllocStore> allocs;  // records what launch() started (shared with the node's Supervisor)
   bool allow_root_jobs = false;  // as root: run jobs without (or with an unknown) user as root
   std::string exec_helper;       // railyard-agent-exec; "" = next to this executable
   std::string mpirun = "mpirun";

@@ -144,7 +144,7 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiv
   AllocState state = t.outcome.value_or(t.any_lost ? AllocState::kLost : AllocState::kCompleted);
   const int code = state == AllocState::kFailed ? t.failing_code : t.first_code.value_or(t.any_lost ? -1 : 0);
   events.push_back(AllocationFinished{t.record.alloc_id, t.record.job_id, state, code});
-  remove_state(options_.state_dir, t.record.alloc_id);
+  if (options_.allocs) options_.allocs->remove(t.record.alloc_id);
   if (!t.record.cgroup.empty()) remove_cgroup(t.record.cgroup);
   return true;
 }

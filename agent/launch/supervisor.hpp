@@ -20,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,7 +60,7 @@ struct AllocationFinished {
 using SupervisorEvent = std::variant<RankStarted, RankExited, AllocationFinished>;
 
 struct SupervisorOptions {
-  std::filesystem::path state_dir;  // state files of finished allocations are removed from here
+  std::shared_ptr<AllocStore> allocs;  // finished allocations' records are removed from here (if set)
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds poll_interval{20};  // wait_for's sleep between polls
   // With become_subreaper(): also reap every child (waitpid(-1)) on each poll, so orphans outside the

@@ -117,45 +117,57 @@ json to_json(const MetricEvent& event) {
       event);
 }
 
-FinishedStore::FinishedStore(fs::path dir) : dir_(std::move(dir)) {
+namespace {
+
+bool has_seq(const json& report) { return report.is_object() && report.contains("seq") && report["seq"].is_number_integer(); }
+
+}  // namespace
+
+FinishedStore::FinishedStore(const fs::path& state_dir) : journal_(state_dir / "finished.journal") {
   using namespace std::chrono;
   next_seq_ = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    if (entry.path().extension() != ".json") continue;
-    std::ifstream in(entry.path());
-    json report = json::parse(in, nullptr, false);
-    if (report.is_discarded() || !report.contains("seq") || !report["seq"].is_number_integer()) {
-      fs::remove(entry.path(), ec);
+  std::vector<std::string> unreadable;
+  for (const auto& [key, report] : journal_.records()) {
+    if (!has_seq(report)) {
+      unreadable.push_back(key);
       continue;
     }
     const auto seq = report["seq"].get<std::int64_t>();
     next_seq_ = std::max(next_seq_, seq + 1);
-    pending_.emplace(seq, std::move(report));
+    pending_.emplace(seq, report);
   }
+  for (const auto& key : unreadable) journal_.drop(key);
+  // Reports of an agent from before the journal: one file each.
+  std::error_code ec;
+  const fs::path old_dir = state_dir / "finished";
+  if (!fs::is_directory(old_dir, ec)) return;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(old_dir, ec)) files.push_back(entry.path());
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    json report = file.extension() == ".json" ? json::parse(in, nullptr, false) : json();
+    if (has_seq(report)) {
+      const auto seq = report["seq"].get<std::int64_t>();
+      if (!journal_.put(std::to_string(seq), report)) continue;  // keep the file for the next start
+      next_seq_ = std::max(next_seq_, seq + 1);
+      pending_.emplace(seq, std::move(report));
+    }
+    fs::remove(file, ec);
+  }
+  fs::remove(old_dir, ec);  // fails, harmlessly, while a file is left
 }
 
 json FinishedStore::add(json report) {
   const std::int64_t seq = next_seq_++;
   report["seq"] = seq;
-  const fs::path file = dir_ / (std::to_string(seq) + ".json");
-  const fs::path tmp = dir_ / (std::to_string(seq) + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << report.dump();
-    out.flush();
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);  // on failure the report still lives in memory until acked
+  (void)journal_.put(std::to_string(seq), report);  // on failure the report still lives in memory until acked
   pending_.emplace(seq, report);
   return report;
 }
 
 void FinishedStore::ack(std::int64_t seq) {
   if (pending_.erase(seq) == 0) return;
-  std::error_code ec;
-  fs::remove(dir_ / (std::to_string(seq) + ".json"), ec);
+  journal_.drop(std::to_string(seq));
 }
 
 std::vector<json> FinishedStore::pending() const {

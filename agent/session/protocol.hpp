@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/launch/request.hpp"
+#include "agent/state/journal.hpp"
 #include "agent/streams/metrics.hpp"
 #include "common/result.hpp"
 
@@ -38,12 +39,13 @@ nlohmann::json to_json(const MetricEvent& event);
 // Job id of an allocation id "<job>.<attempt>"; 0 when it does not parse.
 long long job_of_alloc(const std::string& alloc);
 
-// alloc_finished reports kept until acknowledged: one file per report, <dir>/<seq>.json, written
-// atomically. Sequence numbers start above every stored one and above the start time in microseconds,
-// so they keep growing across agent restarts.
+// alloc_finished reports kept until acknowledged, in the journal <state>/finished.journal (journal.hpp;
+// older agents kept one file per report, <state>/finished/<seq>.json: those are read in and deleted).
+// Sequence numbers start above every stored one and above the start time in microseconds, so they keep
+// growing across agent restarts.
 class FinishedStore {
  public:
-  explicit FinishedStore(std::filesystem::path dir);
+  explicit FinishedStore(const std::filesystem::path& state_dir);
   // Assigns `seq`, stores the report, returns it with the seq set.
   nlohmann::json add(nlohmann::json report);
   void ack(std::int64_t seq);
@@ -51,7 +53,7 @@ class FinishedStore {
   size_t size() const { return pending_.size(); }
 
  private:
-  std::filesystem::path dir_;
+  Journal journal_;
   std::int64_t next_seq_ = 0;
   std::map<std::int64_t, nlohmann::json> pending_;
 };

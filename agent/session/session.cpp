@@ -29,7 +29,7 @@ bool safe_name(const std::string& s) {
 
 Session::Session(SessionOptions options)
     : options_(std::move(options)),
-      finished_(options_.state_dir / "finished"),
+      finished_(options_.state_dir),
       groups_(std::make_unique<GroupLiveness>()) {}
 
 Session::~Session() = default;
@@ -54,17 +54,19 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     n->dir = o.state_dir / "nodes" / name;
     n->inventory = std::move(*inventory);
     fs::create_directories(n->dir, ec);
+    n->allocs_store = std::make_shared<AllocStore>(n->dir);
     LauncherOptions lo;
     lo.state_dir = n->dir;
+    lo.allocs = n->allocs_store;
     lo.allow_root_jobs = o.allow_root_jobs;
     lo.exec_helper = o.exec_helper;
     lo.mpirun = o.mpirun;
     lo.log = [sp = s.get()](const std::string& text) { sp->log(text); };
     n->launcher = std::make_unique<Launcher>(lo, n->inventory);
     n->supervisor =
-        std::make_unique<Supervisor>(SupervisorOptions{n->dir, o.grace, std::chrono::milliseconds(20)});
+        std::make_unique<Supervisor>(SupervisorOptions{n->allocs_store, o.grace, std::chrono::milliseconds(20)});
     n->health = std::make_unique<HealthChecker>(o.health, n->inventory, n->dir);
-    for (auto& rec : recover(n->dir).alive) {
+    for (auto& rec : n->allocs_store->recover().alive) {
       Alloc a;
       a.job = rec.job_id;
       for (const auto& r : rec.ranks) {

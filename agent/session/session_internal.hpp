@@ -38,6 +38,7 @@ struct Session::Node {
   std::string name;
   std::filesystem::path dir;  // <state>/nodes/<name>
   Inventory inventory;
+  std::shared_ptr<AllocStore> allocs_store;  // <dir>/allocs.journal, shared by launcher and supervisor
   std::unique_ptr<Launcher> launcher;
   std::unique_ptr<Supervisor> supervisor;
   std::unique_ptr<HealthChecker> health;

@@ -84,7 +84,7 @@ void Session::on_launch(const json& msg) {
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
     // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
     AllocRecord rec{req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, "", {}};
-    if (auto s = write_state(n->dir, rec); !s) log(s.error().message);
+    if (auto s = n->allocs_store->put(rec); !s) log(s.error().message);
     n->supervisor->hold(std::move(rec));
     n->allocs.emplace(req->alloc_id, std::move(a));
     return send(launched);
@@ -186,7 +186,7 @@ void Session::on_exec(const json& msg) {
   }
   a.pgids.push_back(spawned->pgid);
   for (const auto& r : n->supervisor->records())
-    if (r.alloc_id == alloc) (void)write_state(n->dir, r);
+    if (r.alloc_id == alloc) (void)n->allocs_store->put(r);
   json started = message("exec_started");
   started["req"] = msg["req"];
   started["pid"] = spawned->pid;

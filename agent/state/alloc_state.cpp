@@ -54,29 +54,15 @@ bool any_alive(const AllocRecord& r, GroupLiveness& groups) {
   return false;
 }
 
-}  // namespace
-
-fs::path state_file(const fs::path& state_dir, const std::string& alloc_id) {
-  return state_dir / "allocs" / (alloc_id + ".json");
-}
-
-Status write_state(const fs::path& state_dir, const AllocRecord& record) {
-  std::error_code ec;
-  fs::create_directories(state_dir / "allocs", ec);
-  const fs::path target = state_file(state_dir, record.alloc_id);
-  const fs::path temp = target.string() + ".tmp";
-  const std::string text = to_json(record).dump(2) + "\n";
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return internal_error("cannot write " + temp.string());
-  // No fsync: the file only has to outlive the agent process, not the machine (see the header).
-  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  if (!written || std::rename(temp.c_str(), target.c_str()) != 0) {
-    fs::remove(temp, ec);
-    return internal_error("cannot write " + target.string());
+Result<AllocRecord> parse_state(const json& j, const std::string& where) {
+  try {
+    return from_json(j);
+  } catch (const json::exception& e) {
+    return invalid(where + ": " + e.what());
   }
-  return ok();
 }
+
+}  // namespace
 
 Result<AllocRecord> read_state(const fs::path& file) {
   std::ifstream in(file);
@@ -85,31 +71,59 @@ Result<AllocRecord> read_state(const fs::path& file) {
   text << in.rdbuf();
   const json j = json::parse(text.str(), nullptr, false);
   if (j.is_discarded()) return invalid(file.string() + ": not JSON");
-  try {
-    return from_json(j);
-  } catch (const json::exception& e) {
-    return invalid(file.string() + ": " + e.what());
+  return parse_state(j, file.string());
+}
+
+AllocStore::AllocStore(const fs::path& state_dir) : journal_(state_dir / "allocs.journal") {
+  // Records of an agent from before the journal: one file each, written through a temp file.
+  std::error_code ec;
+  const fs::path old_dir = state_dir / "allocs";
+  if (!fs::is_directory(old_dir, ec)) return;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(old_dir, ec)) files.push_back(entry.path());
+  for (const auto& file : files) {
+    auto record = file.extension() == ".json" ? read_state(file) : invalid("an interrupted write");
+    if (record && !put(*record)) continue;  // not in the journal: keep the old file for the next start
+    fs::remove(file, ec);
   }
+  fs::remove(old_dir, ec);  // fails, harmlessly, while a file is left
 }
 
-void remove_state(const fs::path& state_dir, const std::string& alloc_id) {
-  std::error_code ec;
-  fs::remove(state_file(state_dir, alloc_id), ec);
+Status AllocStore::put(const AllocRecord& record) { return journal_.put(record.alloc_id, to_json(record)); }
+
+void AllocStore::remove(const std::string& alloc_id) { journal_.drop(alloc_id); }
+
+namespace {
+
+std::vector<AllocRecord> parse_all(const std::map<std::string, json>& records, const fs::path& file) {
+  std::vector<AllocRecord> out;
+  for (const auto& [id, j] : records)
+    if (auto record = parse_state(j, file.string()); record) out.push_back(std::move(*record));
+  return out;
 }
 
-Recovery recover(const fs::path& state_dir) {
+}  // namespace
+
+std::vector<AllocRecord> AllocStore::records() const { return parse_all(journal_.records(), journal_.file()); }
+
+std::vector<AllocRecord> AllocStore::read(const fs::path& state_dir) {
+  const fs::path file = state_dir / "allocs.journal";
+  return parse_all(Journal::read(file), file);
+}
+
+Recovery AllocStore::recover() {
   Recovery out;
-  GroupLiveness groups;  // one /proc scan at most for every file
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(state_dir / "allocs", ec)) {
-    if (entry.path().extension() != ".json") continue;  // leftover .tmp files of an interrupted write
-    auto record = read_state(entry.path());
+  GroupLiveness groups;  // one /proc scan at most for every record
+  std::vector<std::string> ids;
+  for (const auto& [id, j] : journal_.records()) ids.push_back(id);
+  for (const auto& id : ids) {
+    auto record = parse_state(journal_.records().at(id), journal_.file().string());
     if (record && any_alive(*record, groups)) {
       out.alive.push_back(std::move(*record));
       continue;
     }
-    out.removed.push_back(record ? record->alloc_id : entry.path().stem().string());
-    fs::remove(entry.path(), ec);
+    out.removed.push_back(id);
+    journal_.drop(id);
   }
   return out;
 }

@@ -1,16 +1,17 @@
-// Per-allocation state files: <state_dir>/allocs/<alloc>.json, written atomically (temp file, rename), so
-// an agent that restarts finds the workers it started and reattaches to them.
+// Per-allocation state: what an agent that restarts needs to find the workers it started and reattach to
+// them. Kept in <state_dir>/allocs.journal (journal.hpp: one line per change, rewritten when mostly dead).
 //
-// Durability: the files are not fsynced. They exist to find living workers again, and workers do not
-// outlive the machine: after an agent crash (or kill -9) the written file is in the page cache and the
-// rename is atomic, so a restarted agent reads the whole record or none; after a power loss or kernel
-// crash every worker is gone too, so a file that is missing, empty or stale is harmless (recover()
-// deletes unreadable files and those whose processes are dead). An fsync per launch cost a disk flush on
-// the agent's only thread for nothing it can use.
+// Durability: not fsynced. The records exist to find living workers again, and workers do not outlive the
+// machine: after an agent crash (or kill -9) every appended line is in the page cache, so a restarted agent
+// reads each record whole; after a power loss or kernel crash every worker is gone too, so a record that is
+// missing or stale is harmless (recover() drops those whose processes are dead). An fsync per launch cost a
+// disk flush on the agent's only thread for nothing it can use.
 //
-// {"job_id": 7, "alloc_id": "a7", "node": "node0", "started_unix_ms": ..., "deadline_unix_ms": 0,
+// A record: {"job_id": 7, "alloc_id": "a7", "node": "node0", "started_unix_ms": ..., "deadline_unix_ms": 0,
 //  "cgroup": "", "ranks": [{"rank": 0, "pid": 123, "pgid": 123, "start_ticks": 456,
 //                           "stdout": ".../rank-0.out", "stderr": ".../rank-0.err"}]}
+// Agents before the journal kept one file per allocation, <state_dir>/allocs/<alloc>.json; AllocStore reads
+// those into the journal and deletes them, so an upgraded agent still adopts what the old one started.
 #pragma once
 
 #include <sys/types.h>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/state/journal.hpp"
 #include "common/result.hpp"
 
 namespace railyard::agent {
@@ -44,17 +46,31 @@ struct AllocRecord {
   bool operator==(const AllocRecord&) const = default;
 };
 
-std::filesystem::path state_file(const std::filesystem::path& state_dir, const std::string& alloc_id);
-Status write_state(const std::filesystem::path& state_dir, const AllocRecord& record);
-Result<AllocRecord> read_state(const std::filesystem::path& file);
-void remove_state(const std::filesystem::path& state_dir, const std::string& alloc_id);
-
 struct Recovery {
   std::vector<AllocRecord> alive;    // some rank's process group still has living members
-  std::vector<std::string> removed;  // alloc ids whose files were deleted (all dead, or unreadable)
+  std::vector<std::string> removed;  // alloc ids whose records were dropped (all dead, or unreadable)
 };
 
-// Reads every state file; keeps allocations with a living process group, deletes the others' files.
-Recovery recover(const std::filesystem::path& state_dir);
+// One node's allocation records. The node's Launcher (put) and Supervisor (remove) share one store.
+class AllocStore {
+ public:
+  explicit AllocStore(const std::filesystem::path& state_dir);
+
+  Status put(const AllocRecord& record);
+  void remove(const std::string& alloc_id);
+  std::vector<AllocRecord> records() const;  // in alloc id order; unreadable records are left out
+  // The records a store opened on `state_dir` would hold, read without writing (tests, inspection).
+  static std::vector<AllocRecord> read(const std::filesystem::path& state_dir);
+  // Keeps allocations with a living process group, drops the others' records.
+  Recovery recover();
+
+  const std::filesystem::path& file() const { return journal_.file(); }
+
+ private:
+  Journal journal_;
+};
+
+// One record from its JSON form (the journal's, or an old agent's allocs/<alloc>.json file).
+Result<AllocRecord> read_state(const std::filesystem::path& file);
 
 }  // namespace railyard::agent

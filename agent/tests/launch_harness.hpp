@@ -47,6 +47,7 @@ class LaunchFixture : public ::testing::Test {
   LauncherOptions launcher_options() const {
     LauncherOptions o;
     o.state_dir = dir_.path();
+    o.allocs = allocs_;
     o.allow_root_jobs = true;
     o.exec_helper = RAILYARD_AGENT_EXEC;
     o.mpirun = RAILYARD_MPIEXEC;
@@ -55,7 +56,7 @@ class LaunchFixture : public ::testing::Test {
   }
   Launcher launcher() const { return Launcher(launcher_options(), *emulated_inventory("dgx-h100", "node0")); }
   Supervisor supervisor() const {
-    return Supervisor(SupervisorOptions{dir_.path(), std::chrono::milliseconds(1000)});
+    return Supervisor(SupervisorOptions{allocs_, std::chrono::milliseconds(1000)});
   }
 
   // One node, `ranks` GPUs starting at GPU 2, the env launcher, a shell command.
@@ -70,11 +71,19 @@ class LaunchFixture : public ::testing::Test {
     return r;
   }
 
+  // The allocation's record is in the node's journal on disk (read as a restarted agent would).
+  bool stored(const std::string& alloc) const {
+    for (const auto& r : AllocStore::read(dir_.path()))
+      if (r.alloc_id == alloc) return true;
+    return false;
+  }
+
   std::filesystem::path log(const std::string& alloc, int rank, const char* ext = "out") const {
     return dir_.path() / "jobs" / "5" / alloc / ("rank-" + std::to_string(rank) + "." + ext);
   }
 
   TempDir dir_;
+  std::shared_ptr<AllocStore> allocs_ = std::make_shared<AllocStore>(dir_.path());
 };
 
 }  // namespace railyard::agent::testing

@@ -42,7 +42,7 @@ TEST_F(Launch, EnvRanksSeeTheirVariables) {
   auto started =
       l.launch(request("env", 4, "echo $RANK $WORLD_SIZE $LOCAL_RANK $CUDA_VISIBLE_DEVICES $NCCL_IB_HCA"));
   ASSERT_TRUE(started) << started.error().message;
-  EXPECT_TRUE(std::filesystem::exists(state_file(dir_.path(), "env")));
+  EXPECT_TRUE(stored("env"));
   auto sup = supervisor();
   sup.add(started->record);
   auto o = testing::run_until_finished(sup, 10s);
@@ -54,7 +54,7 @@ TEST_F(Launch, EnvRanksSeeTheirVariables) {
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(read_file(log("env", r)),
               std::to_string(r) + " 4 " + std::to_string(r) + " 2,3,4,5 mlx5_2,mlx5_3,mlx5_4,mlx5_5\n");
-  EXPECT_FALSE(std::filesystem::exists(state_file(dir_.path(), "env")));  // removed once finished
+  EXPECT_FALSE(stored("env"));  // removed once finished
 }
 
 TEST_F(Launch, FailingRankTearsDownTheOthers) {
@@ -119,8 +119,9 @@ TEST_F(Launch, RecoverAfterDroppingTheLauncher) {
     auto started = l.launch(request("survivor", 2, "sleep 60"));
     ASSERT_TRUE(started) << started.error().message;
     sup.add(started->record);
-  }  // the agent "restarts": Launcher and Supervisor gone, workers still running
-  Recovery rec = recover(dir_.path());
+  }  // the agent "restarts": Launcher, Supervisor and store gone, workers still running
+  allocs_ = std::make_shared<AllocStore>(dir_.path());
+  Recovery rec = allocs_->recover();
   ASSERT_EQ(rec.alive.size(), 1u);
   EXPECT_EQ(rec.alive[0].alloc_id, "survivor");
   EXPECT_EQ(rec.alive[0].ranks.size(), 2u);
@@ -131,7 +132,7 @@ TEST_F(Launch, RecoverAfterDroppingTheLauncher) {
   auto o = testing::run_until_finished(sup, 10s);
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kCancelled);
-  EXPECT_TRUE(recover(dir_.path()).alive.empty());
+  EXPECT_FALSE(stored("survivor"));
 }
 
 // A worker that is not our child (a restarted agent's view): liveness only, exit code lost.
@@ -170,7 +171,7 @@ TEST_F(Launch, SubreaperReapsEscapedOrphans) {
   auto l = launcher();
   auto started = l.launch(request("orphan", 1, "setsid sleep 30 & echo $! > " + pidfile.string()));
   ASSERT_TRUE(started) << started.error().message;
-  SupervisorOptions options{dir_.path(), 1000ms};
+  SupervisorOptions options{allocs_, 1000ms};
   options.reap_all_children = true;
   Supervisor sup(options);
   sup.add(started->record);
@@ -235,7 +236,7 @@ TEST_F(Launch, CommandThatCannotStartIsAnError) {
   auto started = l.launch(req);
   ASSERT_FALSE(started);
   EXPECT_NE(started.error().message.find("No such file"), std::string::npos) << started.error().message;
-  EXPECT_FALSE(std::filesystem::exists(state_file(dir_.path(), "nocmd")));
+  EXPECT_FALSE(stored("nocmd"));
 }
 
 TEST_F(Launch, RootRefusesUnknownUserAndDropsToAKnownOne) {

@@ -149,6 +149,28 @@ TEST(AgentProtocol, FinishedStoreKeepsReportsUntilAcked) {
             again.pending()[0]["seq"].get<std::int64_t>());
 }
 
+// An agent from before the journal left one file per report in <state>/finished: they are still resent.
+TEST(AgentProtocol, FinishedStoreTakesOverReportFilesOfAnOlderAgent) {
+  TempDir dir;
+  const auto old_dir = dir.path() / "finished";
+  std::filesystem::create_directories(old_dir);
+  const std::int64_t far = 9'000'000'000'000'000;  // above any start time in microseconds
+  testing::write_file(old_dir / (std::to_string(far) + ".json"), json{{"alloc", "4.1"}, {"seq", far}}.dump());
+  testing::write_file(old_dir / "5.tmp", "{\"alloc\"");  // an interrupted write
+  testing::write_file(old_dir / "6.json", "{not json");
+  {
+    FinishedStore store(dir.path());
+    ASSERT_EQ(store.size(), 1u);
+    EXPECT_EQ(store.pending()[0]["alloc"], "4.1");
+    EXPECT_EQ(store.add({{"alloc", "7.1"}})["seq"], far + 1);  // numbering goes on above the old reports
+  }
+  EXPECT_FALSE(std::filesystem::exists(old_dir));
+  FinishedStore again(dir.path());
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again.pending()[0]["seq"], far);
+  EXPECT_EQ(again.pending()[1]["alloc"], "7.1");
+}
+
 TEST(AgentSession, RegistersWithInventoryAndMacThenHeartbeats) {
   TempDir dir;
   Harness h(dir.path());

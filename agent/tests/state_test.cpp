@@ -31,17 +31,87 @@ pid_t dead_pid() {
   return pid;
 }
 
-TEST(AllocState, RoundTripAndAtomicWrite) {
+size_t lines(const std::filesystem::path& file) {
+  const std::string text = testing::read_file(file);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST(Journal, ChangesSurviveReopeningAndDroppedLinesAreRewrittenAway) {
+  TempDir dir;
+  const auto file = dir.path() / "sub" / "j.journal";
+  {
+    Journal j(file);
+    ASSERT_TRUE(j.put("a", {{"v", 1}}));
+    ASSERT_TRUE(j.put("b", {{"v", 2}}));
+    ASSERT_TRUE(j.put("a", {{"v", 3}}));  // replaces a
+    j.drop("b");
+    j.drop("nobody");  // no line
+    EXPECT_EQ(lines(file), 4u);
+    EXPECT_EQ(j.dead_lines(), 3u);
+    EXPECT_EQ(Journal::read(file), j.records());  // read() sees what the writer holds, and writes nothing
+    EXPECT_EQ(lines(file), 4u);
+  }
+  Journal again(file);  // replaying found dead lines: the file now holds the live record only
+  ASSERT_EQ(again.records().size(), 1u);
+  EXPECT_EQ(again.records().at("a"), (nlohmann::json{{"v", 3}}));
+  EXPECT_EQ(lines(file), 1u);
+  EXPECT_EQ(again.dead_lines(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(file.string() + ".tmp"));
+}
+
+TEST(Journal, SkipsLinesThatDoNotParseAndATornLastLine) {
+  TempDir dir;
+  const auto file = dir.path() / "j.journal";
+  testing::write_file(file,
+                      "[\"put\",\"a\",{\"v\":1}]\n"
+                      "garbage\n"
+                      "[\"put\",\"b\"]\n"  // no record
+                      "[\"put\",\"c\",{\"v\":3}]\n"
+                      "[\"put\",\"d\",{\"v\":");  // cut short by a crash
+  {
+    Journal j(file);
+    EXPECT_EQ(j.records().size(), 2u);
+    EXPECT_TRUE(j.records().count("a") && j.records().count("c"));
+    ASSERT_TRUE(j.put("e", {{"v", 5}}));  // lands on a line of its own, not after the torn one
+  }
+  const auto back = Journal::read(file);
+  EXPECT_EQ(back.size(), 3u);
+  EXPECT_TRUE(back.count("e"));
+  EXPECT_EQ(lines(file), 3u);
+}
+
+TEST(Journal, StaysSmallUnderChurn) {
+  TempDir dir;
+  const auto file = dir.path() / "j.journal";
+  Journal j(file);
+  ASSERT_TRUE(j.put("long-lived", {{"v", 0}}));
+  for (int i = 0; i < 1000; ++i) {
+    const std::string key = std::to_string(i);
+    ASSERT_TRUE(j.put(key, {{"v", i}}));
+    j.drop(key);
+    ASSERT_LE(lines(file), 64u + 2u) << "after " << i;  // rewritten once the dead lines pass 64
+  }
+  EXPECT_EQ(Journal::read(file), j.records());
+  EXPECT_EQ(j.records().size(), 1u);
+}
+
+TEST(AllocState, RecordsRoundTripThroughTheJournal) {
   TempDir dir;
   const AllocRecord r = record("a1", 1234, 99);
-  ASSERT_TRUE(write_state(dir.path(), r));
-  EXPECT_TRUE(std::filesystem::exists(dir.path() / "allocs" / "a1.json"));
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "allocs" / "a1.json.tmp"));
-  auto back = read_state(state_file(dir.path(), "a1"));
-  ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(*back, r);
-  remove_state(dir.path(), "a1");
-  EXPECT_FALSE(read_state(state_file(dir.path(), "a1")));
+  {
+    AllocStore store(dir.path());
+    ASSERT_TRUE(store.put(r));
+    ASSERT_TRUE(store.put(record("a2", 1235, 98)));
+    EXPECT_EQ(store.records().size(), 2u);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "allocs.journal"));
+  AllocStore again(dir.path());
+  const auto back = again.records();
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0], r);
+  again.remove("a1");
+  ASSERT_EQ(AllocStore::read(dir.path()).size(), 1u);
+  EXPECT_EQ(AllocStore::read(dir.path())[0].alloc_id, "a2");
 }
 
 TEST(AllocState, RecoverKeepsLivingAndDropsDead) {
@@ -50,21 +120,52 @@ TEST(AllocState, RecoverKeepsLivingAndDropsDead) {
   // This test process stands in for a still-running worker (its own group may not be led by it: use pid).
   AllocRecord alive = record("alive", self, read_proc_stat(self)->start_ticks);
   alive.ranks[0].pgid = getpgrp();
-  ASSERT_TRUE(write_state(dir.path(), alive));
-  ASSERT_TRUE(write_state(dir.path(), record("dead", dead_pid(), 0)));
   // Same pid, other start time: a reused pid is not our worker.
   AllocRecord reused = record("reused", self, 1);
   reused.ranks[0].pgid = dead_pid();
-  ASSERT_TRUE(write_state(dir.path(), reused));
-  testing::write_file(dir.path() / "allocs" / "junk.json", "{not json");
+  {
+    AllocStore store(dir.path());
+    ASSERT_TRUE(store.put(alive));
+    ASSERT_TRUE(store.put(record("dead", dead_pid(), 0)));
+    ASSERT_TRUE(store.put(reused));
+    ASSERT_TRUE(store.put(AllocRecord{}));  // job 0, alloc "": made unreadable below
+  }
+  std::string text = testing::read_file(dir.path() / "allocs.journal");
+  text.replace(text.find("\"job_id\":0"), 10, "\"job_id\":\"x\"");
+  testing::write_file(dir.path() / "allocs.journal", text);
 
-  Recovery rec = recover(dir.path());
+  AllocStore store(dir.path());
+  Recovery rec = store.recover();
   ASSERT_EQ(rec.alive.size(), 1u);
   EXPECT_EQ(rec.alive[0].alloc_id, "alive");
   std::sort(rec.removed.begin(), rec.removed.end());
-  EXPECT_EQ(rec.removed, (std::vector<std::string>{"dead", "junk", "reused"}));
-  EXPECT_TRUE(std::filesystem::exists(state_file(dir.path(), "alive")));
-  EXPECT_FALSE(std::filesystem::exists(state_file(dir.path(), "dead")));
+  EXPECT_EQ(rec.removed, (std::vector<std::string>{"", "dead", "reused"}));
+  const auto left = AllocStore::read(dir.path());
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].alloc_id, "alive");
+}
+
+// An agent from before the journal kept <state>/allocs/<alloc>.json: an upgraded agent adopts those workers.
+TEST(AllocState, TakesOverTheFilesOfAnOlderAgent) {
+  TempDir dir;
+  const auto old_dir = dir.path() / "allocs";
+  std::filesystem::create_directories(old_dir);
+  const AllocRecord r = record("old", 4321, 7);
+  testing::write_file(old_dir / "old.json",
+                      R"({"job_id": 9, "alloc_id": "old", "node": "node0", "started_unix_ms": 1700000000000,
+                          "deadline_unix_ms": 1700000360000, "cgroup": "",
+                          "ranks": [{"rank": 0, "pid": 4321, "pgid": 4321, "start_ticks": 7,
+                                     "stdout": "/s/rank-0.out", "stderr": "/s/rank-0.err"}]})");
+  testing::write_file(old_dir / "junk.json", "{not json");
+  testing::write_file(old_dir / "half.json.tmp", "{");
+  {
+    AllocStore store(dir.path());
+    ASSERT_EQ(store.records().size(), 1u);
+    EXPECT_EQ(store.records()[0], r);
+  }
+  EXPECT_FALSE(std::filesystem::exists(old_dir));
+  ASSERT_EQ(AllocStore::read(dir.path()).size(), 1u);
+  EXPECT_EQ(AllocStore::read(dir.path())[0], r);
 }
 
 TEST(Proc, ReadsOwnStat) {
