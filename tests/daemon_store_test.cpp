@@ -98,6 +98,46 @@ TEST(SqliteStore, MigratesAnOlderDatabaseForward) {
   EXPECT_EQ(state->jobs[0].attempt, 0);
 }
 
+// Version 5 rebuilt events and metrics without AUTOINCREMENT: rows keep their seq, and new ones go on above.
+TEST(SqliteStore, EventsAndMetricsKeepTheirNumbersWithoutAutoincrement) {
+  testing::TempDir dir;
+  const std::string file = dir.file("e.db");
+  auto batch = [](int first) {
+    store::WriteBatch b;
+    for (int i = first; i < first + 3; ++i) {
+      b.events.push_back({"job:" + std::to_string(i), 5, "ada", "submitted", 5000});
+      b.metrics.push_back({i, std::to_string(i) + ".1", "run_start", 1.5, "{}"});
+    }
+    return b;
+  };
+  {
+    auto v4 = SqliteStateStore::open(file, 4);
+    ASSERT_TRUE(v4);
+    ASSERT_TRUE((*v4)->commit(batch(1)));
+  }
+  {
+    sqlite3* db = nullptr;  // a gap at the start, as after rows were added and rolled back
+    ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE events SET seq = seq + 10; UPDATE metrics SET seq = seq + 20", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto latest = SqliteStateStore::open(file);
+  ASSERT_TRUE(latest);
+  ASSERT_TRUE((*latest)->commit(batch(4)));
+  EXPECT_EQ(count_rows(file, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%AUTOINCREMENT%'"), 0);
+  EXPECT_EQ(count_rows(file, "SELECT count(*) FROM sqlite_sequence"), 0);
+  EXPECT_EQ(count_rows(file, "SELECT seq FROM events WHERE subject = 'job:1'"), 11);  // kept
+  EXPECT_EQ(count_rows(file, "SELECT min(seq) FROM events WHERE subject >= 'job:4'"), 14);  // above
+  EXPECT_EQ(count_rows(file, "SELECT seq FROM metrics WHERE job = 3"), 23);
+  EXPECT_EQ(count_rows(file, "SELECT min(seq) FROM metrics WHERE job >= 4"), 24);
+  EXPECT_EQ(count_rows(file, "SELECT count(*) FROM events WHERE time_ms = 5000"), 6);
+  EXPECT_EQ(count_rows(file, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                             "('events_by_subject', 'metrics_by_job')"),
+            2);
+}
+
 TEST(SqliteStore, ReloadsEverythingItCommitted) {
   testing::TempDir dir;
   {

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 4> kMigrations = {
+constexpr std::array<std::string_view, 5> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -47,6 +47,24 @@ constexpr std::array<std::string_view, 4> kMigrations = {
                 CASE WHEN state IN ('STARTING', 'RUNNING') THEN '' ELSE state END
          FROM jobs WHERE start_time IS NOT NULL;
        ALTER TABLE events ADD COLUMN time_ms INTEGER;)",
+    // 5: events and metrics without AUTOINCREMENT. It kept a row of sqlite_sequence up to date in every
+    // transaction that adds an event: one more page written to the log and synced per commit (issue 11).
+    // A plain INTEGER PRIMARY KEY takes the largest seq + 1, which keeps growing as long as the newest row
+    // is never deleted: nothing deletes events or metrics (a pruning feature must keep the newest row).
+    R"(CREATE TABLE events_5 (seq INTEGER PRIMARY KEY, subject TEXT NOT NULL, time INTEGER NOT NULL,
+         actor TEXT NOT NULL, what TEXT NOT NULL, time_ms INTEGER);
+       INSERT INTO events_5(seq, subject, time, actor, what, time_ms)
+         SELECT seq, subject, time, actor, what, time_ms FROM events;
+       DROP TABLE events;
+       ALTER TABLE events_5 RENAME TO events;
+       CREATE INDEX events_by_subject ON events(subject, seq);
+       CREATE TABLE metrics_5 (seq INTEGER PRIMARY KEY, job INTEGER NOT NULL, alloc TEXT NOT NULL,
+         key TEXT NOT NULL, time REAL NOT NULL, data TEXT NOT NULL);
+       INSERT INTO metrics_5(seq, job, alloc, key, time, data) SELECT seq, job, alloc, key, time, data FROM metrics;
+       DROP TABLE metrics;
+       ALTER TABLE metrics_5 RENAME TO metrics;
+       CREATE INDEX metrics_by_job ON metrics(job, seq);
+       DELETE FROM sqlite_sequence WHERE name IN ('events', 'metrics');)",
 };
 
 // gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
