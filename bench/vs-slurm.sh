@@ -72,6 +72,7 @@ RESULTS=$WORK/results.tsv
 printf 'system\tform\tN\trun\tsubmit_s\tsubmit_jobs_per_s\te2e_s\te2e_jobs_per_s\tsched_cpu_s\tcpu_ms_per_job\tpeak_rss_mb\n' > "$RESULTS"
 measure() {  # measure SYSTEM FORM N RUN PID SUBMIT_FN ACTIVE_FN
   local sys=$1 form=$2 n=$3 run=$4 pid=$5 submit=$6 active=$7 c0 t0 t1 e2e c1
+  settle  # the previous run's leftovers (Slurm's step daemons) must not land on this one
   reset_hwm "$pid"
   c0=$(cpu_s "$pid"); t0=$(now)
   "$submit" "$n" || log "$sys $form $n: submitting failed"

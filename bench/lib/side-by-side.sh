@@ -14,6 +14,9 @@
 #                       Returns 1 when no count came up.
 #   sbs_down            stops both (Slurm only when this script started it); meant for `trap sbs_down EXIT`.
 #   slurm_active / ry_active / ry_state STATE   job counts; wait_drained FN START TIMEOUT_S.
+#   settle [TIMEOUT_S]  waits until no slurmstepd runs and the machine is at least 85 % idle over a second:
+#                       Slurm's queue empties while its step daemons and slurmctld still work for a minute
+#                       or more after a 5,000-task array, which would otherwise land on the next run.
 
 now() { date +%s.%N; }
 
@@ -67,6 +70,26 @@ ry_active() {
     awk '/^railyard_jobs\{state="(PENDING|STARTING|RUNNING|HELD|COMPLETING|SUSPENDED)"\}/ { n += $2 } END { print n + 0 }'
 }
 ry_state() { curl -s "$RAILYARD_URL/metrics" | awk -v s="$1" '$1 == "railyard_jobs{state=\"" s "\"}" { print $2 + 0 }'; }
+idle_pct() {  # share of idle CPU time over one second, from /proc/stat
+  local a b
+  a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+  sleep 1
+  b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]
+    printf "%d", t > 0 ? 100 * (y[1] - x[1]) / t : 100 }'
+}
+settle() {  # settle [TIMEOUT_S]
+  local deadline idle=0 t0
+  t0=$(date +%s); deadline=$((t0 + ${1:-180}))
+  while (($(date +%s) < deadline)); do
+    idle=$(idle_pct)
+    if ! pgrep -x slurmstepd >/dev/null && ((idle >= 85)); then
+      (($(date +%s) - t0 > 2)) && log "settled after $(($(date +%s) - t0)) s"
+      return 0
+    fi
+  done
+  log "still busy after ${1:-180} s ($idle % idle, $(pgrep -cx slurmstepd) slurmstepd); measuring anyway"
+}
 wait_drained() {  # wait_drained FN START TIMEOUT_S -> prints seconds from START until FN reports 0 active, or "timeout"
   local fn=$1 start=$2 deadline
   deadline=$(($(date +%s) + $3))
