@@ -76,7 +76,7 @@ idle_pct() {  # share of idle CPU time over one second, from /proc/stat
   sleep 1
   b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
   awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[2] - x[2]
-    printf "%d", t > 0 ? 100 * (y[1] - x[1]) / t : 100 }'
+    printf "%d", (t > 0 ? 100 * (y[1] - x[1]) / t : 100) }'
 }
 settle() {  # settle [TIMEOUT_S]
   local deadline idle=0 t0
