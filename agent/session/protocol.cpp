@@ -137,24 +137,18 @@ FinishedStore::FinishedStore(const fs::path& state_dir) : journal_(state_dir / "
     pending_.emplace(seq, report);
   }
   for (const auto& key : unreadable) journal_.drop(key);
-  // Reports of an agent from before the journal: one file each.
-  std::error_code ec;
-  const fs::path old_dir = state_dir / "finished";
-  if (!fs::is_directory(old_dir, ec)) return;
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(old_dir, ec)) files.push_back(entry.path());
-  for (const auto& file : files) {
+  // Reports of an agent from before the journal: one file each. One that is not in the journal (a write
+  // error) stays for the next start.
+  take_over_files(state_dir / "finished", [this](const fs::path& file) {
     std::ifstream in(file);
     json report = file.extension() == ".json" ? json::parse(in, nullptr, false) : json();
-    if (has_seq(report)) {
-      const auto seq = report["seq"].get<std::int64_t>();
-      if (!journal_.put(std::to_string(seq), report)) continue;  // keep the file for the next start
-      next_seq_ = std::max(next_seq_, seq + 1);
-      pending_.emplace(seq, std::move(report));
-    }
-    fs::remove(file, ec);
-  }
-  fs::remove(old_dir, ec);  // fails, harmlessly, while a file is left
+    if (!has_seq(report)) return true;
+    const auto seq = report["seq"].get<std::int64_t>();
+    if (!journal_.put(std::to_string(seq), report)) return false;
+    next_seq_ = std::max(next_seq_, seq + 1);
+    pending_.emplace(seq, std::move(report));
+    return true;
+  });
 }
 
 json FinishedStore::add(json report) {

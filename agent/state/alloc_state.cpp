@@ -75,18 +75,12 @@ Result<AllocRecord> read_state(const fs::path& file) {
 }
 
 AllocStore::AllocStore(const fs::path& state_dir) : journal_(state_dir / "allocs.journal") {
-  // Records of an agent from before the journal: one file each, written through a temp file.
-  std::error_code ec;
-  const fs::path old_dir = state_dir / "allocs";
-  if (!fs::is_directory(old_dir, ec)) return;
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(old_dir, ec)) files.push_back(entry.path());
-  for (const auto& file : files) {
+  // Records of an agent from before the journal: one file each, written through a temp file. One that is
+  // not in the journal (a write error) stays for the next start; unreadable ones and .tmp files go.
+  take_over_files(state_dir / "allocs", [this](const fs::path& file) {
     auto record = file.extension() == ".json" ? read_state(file) : invalid("an interrupted write");
-    if (record && !put(*record)) continue;  // not in the journal: keep the old file for the next start
-    fs::remove(file, ec);
-  }
-  fs::remove(old_dir, ec);  // fails, harmlessly, while a file is left
+    return !record || put(*record).has_value();
+  });
 }
 
 Status AllocStore::put(const AllocRecord& record) { return journal_.put(record.alloc_id, to_json(record)); }

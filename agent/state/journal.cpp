@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 namespace railyard::agent {
 
@@ -94,6 +95,16 @@ void Journal::drop(const std::string& key) {
   dead_ += 2;  // the record's put line and this drop line
   (void)append(json::array({"drop", key}).dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
   if (dead_ >= kMinDeadToRewrite && dead_ > live_.size()) rewrite();
+}
+
+void take_over_files(const fs::path& dir, const std::function<bool(const fs::path&)>& import) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) files.push_back(entry.path());
+  for (const auto& file : files)
+    if (import(file)) fs::remove(file, ec);
+  fs::remove(dir, ec);  // fails, harmlessly, while a file is left
 }
 
 void Journal::rewrite() {

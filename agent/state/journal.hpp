@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -52,5 +53,11 @@ class Journal {
   std::map<std::string, nlohmann::json> live_;
   size_t dead_ = 0;  // lines in the file that no longer describe a live record
 };
+
+// Takes over the per-record files an older agent kept in `dir`: `import` gets each file and returns false
+// to keep it (its record could not be stored); every other file is deleted, then `dir` once empty. Nothing
+// happens when `dir` does not exist.
+void take_over_files(const std::filesystem::path& dir,
+                     const std::function<bool(const std::filesystem::path&)>& import);
 
 }  // namespace railyard::agent
