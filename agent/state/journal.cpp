@@ -70,7 +70,10 @@ std::map<std::string, json> Journal::read(const fs::path& file) {
 Journal::Journal(fs::path file) : file_(std::move(file)) {
   std::error_code ec;
   fs::create_directories(file_.parent_path(), ec);
-  if (!replay(file_, live_)) rewrite();  // the file is created by the first change, not here
+  if (!replay(file_, live_)) {  // the file is created by the first change, not here
+    broken_ = true;              // until rewritten: do not append after a torn line
+    rewrite();
+  }
 }
 
 Journal::~Journal() {
@@ -78,10 +81,15 @@ Journal::~Journal() {
 }
 
 Status Journal::append(const std::string& line) {
-  if (fd_ < 0) fd_ = open_append(file_);
-  if (fd_ < 0 || !write_all(fd_, line))
-    return internal_error("cannot append to " + file_.string() + ": " + std::strerror(errno));
-  return ok();
+  if (!broken_) {
+    if (fd_ < 0) fd_ = open_append(file_);
+    if (fd_ >= 0 && write_all(fd_, line)) return ok();
+    broken_ = true;  // part of the line may be in the file (disk full): rewrite it whole from now on
+  }
+  const int err = errno;
+  rewrite();  // the live records, this change included (put and drop change them before appending)
+  if (!broken_) return ok();
+  return internal_error("cannot write " + file_.string() + ": " + std::strerror(err));
 }
 
 Status Journal::put(const std::string& key, json record) {
@@ -122,6 +130,7 @@ void Journal::rewrite() {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;  // append() opens the new file
   dead_ = 0;
+  broken_ = false;
 }
 
 }  // namespace railyard::agent

@@ -5,7 +5,8 @@
 // O_APPEND descriptor: a killed agent leaves whole lines behind. Opening replays the lines in order and
 // skips any that does not parse (a write torn by a power loss). The file is rewritten with the live
 // records only (temp file, rename) when opening found anything to drop, and whenever the dropped lines
-// number at least 64 and more than the live records, so it stays small.
+// number at least 64 and more than the live records, so it stays small. After a failed append (disk full:
+// part of a line may be in the file) every change rewrites the file until a rewrite succeeds.
 //
 // It replaces a file per record: per allocation and per report that is one create, rename and unlink
 // less, which were a third of the agent's CPU per short job (issue 11). Not thread safe.
@@ -51,7 +52,8 @@ class Journal {
   std::filesystem::path file_;
   int fd_ = -1;
   std::map<std::string, nlohmann::json> live_;
-  size_t dead_ = 0;  // lines in the file that no longer describe a live record
+  size_t dead_ = 0;      // lines in the file that no longer describe a live record
+  bool broken_ = false;  // the file may end in a partial line: the next change rewrites it
 };
 
 // Takes over the per-record files an older agent kept in `dir`: `import` gets each file and returns false

@@ -95,6 +95,23 @@ TEST(Journal, StaysSmallUnderChurn) {
   EXPECT_EQ(j.records().size(), 1u);
 }
 
+// A change that cannot be written is an error, stays in memory, and reaches the file with the next change
+// that can be written (the whole file is rewritten then, so no partial line is appended to).
+TEST(Journal, AChangeThatCannotBeWrittenIsWrittenWithTheNextOne) {
+  TempDir dir;
+  const auto file = dir.path() / "j.journal";
+  Journal j(file);
+  std::filesystem::create_directories(file);  // in the way: neither append nor rename can write the file
+  EXPECT_FALSE(j.put("a", {{"v", 1}}));
+  EXPECT_EQ(j.records().size(), 1u);
+  std::filesystem::remove(file);
+  ASSERT_TRUE(j.put("b", {{"v", 2}}));
+  EXPECT_EQ(Journal::read(file), j.records());
+  EXPECT_EQ(lines(file), 2u);
+  ASSERT_TRUE(j.put("c", {{"v", 3}}));  // appends again
+  EXPECT_EQ(lines(file), 3u);
+}
+
 TEST(AllocState, RecordsRoundTripThroughTheJournal) {
   TempDir dir;
   const AllocRecord r = record("a1", 1234, 99);
