@@ -27,8 +27,8 @@
 #include "scheduler/api/watch.hpp"
 #include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
-#include "scheduler/queue/priority.hpp"
 #include "scheduler/daemon/service.hpp"
+#include "scheduler/queue/priority.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "topology/io_json.hpp"
 
@@ -213,9 +213,10 @@ int main(int argc, char** argv) {
                  "seconds a multi-node job that fits now only on more leaf groups than its minimum waits for a "
                  "placement on its minimum, holding a reservation (0: off); default 300")
       ->check(CLI::Range(0, 86400));
+  const sched::PolicyConfig defaults;
   app.add_option("--priority-weights", config.priority_weights,
                  "multifactor priority weights to change, e.g. size=0,age=2000 (keys qos, age, fairshare, size; "
-                 "defaults 10000, 1000, 5000, 1000)");
+                 "defaults " + sched::priority_weights_text(defaults) + ")");
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain: serve HTTPS/WSS only (with --tls-key)");
   app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert");
 

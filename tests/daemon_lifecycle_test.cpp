@@ -460,6 +460,12 @@ TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
   }
   EXPECT_EQ(apply_priority_weights("qos=1,speed=2", p).error().message,
             "'speed=2': expected qos=N, age=N, fairshare=N or size=N");
+  EXPECT_EQ(p.weight_qos, defaults.weight_qos) << "nothing applied from a text with an error";
+  EXPECT_EQ(sched::priority_weights_text(p), "qos=10000,age=2000.5,fairshare=5000,size=500");
+  sched::PolicyConfig back;
+  ASSERT_TRUE(apply_priority_weights(sched::priority_weights_text(p), back));
+  EXPECT_EQ(back.weight_age, 2000.5);
+  EXPECT_EQ(back.weight_size, 500);
   EXPECT_EQ(apply_priority_weights("size=-1", p).error().message, "'size=-1': the weight must be a number 0..1e9");
 
   const ConfigFile merge("c.json");

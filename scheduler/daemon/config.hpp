@@ -45,5 +45,4 @@ Result<ListenAddress> parse_listen(const std::string& text);
 
 Result<topology::Cluster> load_cluster(const DaemonConfig& config);
 
-
 }  // namespace railyard::daemon

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <sstream>
 #include <unordered_set>
 
 namespace railyard::sched {
@@ -77,16 +78,17 @@ std::vector<size_t> priority_order(const Snapshot& s, const std::vector<double>&
 
 Status apply_priority_weights(const std::string& text, sched::PolicyConfig& policy) {
   if (text.empty()) return ok();
+  PolicyConfig next = policy;  // all of it or nothing
   for (size_t pos = 0; pos <= text.size();) {
     const size_t end = std::min(text.find(',', pos), text.size());
     const std::string item = text.substr(pos, end - pos);
     pos = end + 1;
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    double* weight = key == "qos"         ? &policy.weight_qos
-                     : key == "age"       ? &policy.weight_age
-                     : key == "fairshare" ? &policy.weight_fairshare
-                     : key == "size"      ? &policy.weight_size
+    double* weight = key == "qos"         ? &next.weight_qos
+                     : key == "age"       ? &next.weight_age
+                     : key == "fairshare" ? &next.weight_fairshare
+                     : key == "size"      ? &next.weight_size
                                           : nullptr;
     if (eq == std::string::npos || !weight)
       return invalid("'" + item + "': expected qos=N, age=N, fairshare=N or size=N");
@@ -98,7 +100,20 @@ Status apply_priority_weights(const std::string& text, sched::PolicyConfig& poli
       return invalid("'" + item + "': the weight must be a number 0..1e9");
     *weight = value;
   }
+  policy = next;
   return ok();
+}
+
+std::string priority_weights_text(const PolicyConfig& policy) {
+  std::string out;
+  for (const auto& [key, value] : {std::pair{"qos", policy.weight_qos}, std::pair{"age", policy.weight_age},
+                                   std::pair{"fairshare", policy.weight_fairshare},
+                                   std::pair{"size", policy.weight_size}}) {
+    std::ostringstream number;
+    number << value;
+    out += (out.empty() ? "" : ",") + std::string(key) + "=" + number.str();
+  }
+  return out;
 }
 
 }  // namespace railyard::sched

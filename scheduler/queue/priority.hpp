@@ -24,8 +24,10 @@ std::vector<double> compute_priorities(const Snapshot& snapshot);
 std::vector<size_t> priority_order(const Snapshot& snapshot, const std::vector<double>& priorities);
 
 // Sets the weights named in `text` ("size=0,age=2000": keys qos, age, fairshare, size; each a number 0..1e9)
-// on `policy`, leaving the others; an error names the bad part ("" changes nothing). The daemon's
-// --priority-weights and `railyard sim --priority-weights`.
+// on `policy`, leaving the others; on an error (which names the bad part) `policy` is left as it was ("" changes
+// nothing). The daemon's --priority-weights and `railyard sim --priority-weights`.
 Status apply_priority_weights(const std::string& text, PolicyConfig& policy);
+// "qos=10000,age=1000,fairshare=5000,size=0": `policy`'s weights in the form apply_priority_weights reads.
+std::string priority_weights_text(const PolicyConfig& policy);
 
 }  // namespace railyard::sched

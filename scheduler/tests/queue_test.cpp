@@ -213,4 +213,3 @@ TEST(Queue, AJobBeyondTheNodesNotRemovedWaitsSayingSo) {
 
 }  // namespace
 }  // namespace railyard::sched
-
