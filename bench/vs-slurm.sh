@@ -3,7 +3,7 @@
 # with the same node count and leaf groups (DGX H100, 8 GPUs a node, LEAF nodes per leaf switch).
 # For each N it measures, for each system:
 #   single: N one-job CLI calls (`sbatch --gres=gpu:1 --wrap true` vs `railyard submit --gpus 1 -- true`)
-#   bulk:   one job array (`sbatch --array=1-N`) vs one POST /api/v1/jobs:batch of N specs
+#   bulk:   one job array, one CLI call (`sbatch --array=1-N --wrap true` vs `railyard submit --array 1-N -- true`)
 # and reports submit wall time (jobs/s), end-to-end time from the first submit until all N jobs have
 # completed, the scheduler's CPU seconds over that window (/proc/PID/stat utime+stime: slurmctld vs
 # railyard-scheduler) and its peak RSS (VmHWM, reset through /proc/PID/clear_refs before each run).
@@ -59,14 +59,7 @@ log "both up: $NODES nodes (leaf $LEAF); slurmctld pid $CTLD, railyard-scheduler
 slurm_single() { for ((i = 0; i < $1; i++)); do sbatch -Q --gres=gpu:1 -o /dev/null --wrap true; done; }
 slurm_bulk() { sbatch -Q --gres=gpu:1 -o /dev/null --array="1-$1" --wrap true; }
 ry_single() { for ((i = 0; i < $1; i++)); do railyard submit --gpus 1 -- true >/dev/null; done; }
-ry_bulk() {
-  local body=$WORK/batch-$1.json
-  awk -v n="$1" 'BEGIN { printf "{\"jobs\":["; for (i = 0; i < n; i++) printf "%s{\"gpus\":1,\"command\":[\"true\"]}", (i ? "," : ""); print "]}" }' > "$body"
-  local code
-  code=$(curl -s -o "$WORK/batch-reply.json" -w '%{http_code}' "${AUTH[@]}" -H 'Content-Type: application/json' \
-    --data-binary "@$body" "$API/jobs:batch")
-  [[ $code == 201 ]] || log "jobs:batch answered $code: $(head -c 300 "$WORK/batch-reply.json")"
-}
+ry_bulk() { railyard submit --gpus 1 --array "1-$1" -- true >/dev/null; }
 
 RESULTS=$WORK/results.tsv
 printf 'system\tform\tN\trun\tsubmit_s\tsubmit_jobs_per_s\te2e_s\te2e_jobs_per_s\tsched_cpu_s\tcpu_ms_per_job\tpeak_rss_mb\n' > "$RESULTS"

@@ -26,6 +26,7 @@ const std::vector<std::string> kActiveStates = {"PENDING", "HELD", "STARTING", "
 struct QueueOptions {
   ServerOptions server;
   std::string user, state;
+  int64_t array = 0;
   bool me = false, all = false, json = false;
 };
 
@@ -47,7 +48,26 @@ std::string gpus_cell(const Json& job) {
   return std::to_string(gpus);
 }
 
+// "array 0-999: 40 active, 60 ended of 1000" for an array, "" for anything else.
+std::string array_progress(const Json& job) {
+  const Json& a = job.contains("array_tasks") ? job["array_tasks"] : Json();
+  if (!a.is_object()) return "";
+  const int64_t ended = a.value("completed", int64_t{0}) + a.value("failed", int64_t{0});
+  std::string out = "array " + job["spec"].value("array", "") + ": " + std::to_string(a.value("active", 0)) +
+                    " active, " + std::to_string(ended) + " ended of " + std::to_string(a.value("total", 0));
+  if (a.value("failed", 0) > 0) out += " (" + std::to_string(a.value("failed", 0)) + " not completed)";
+  return out;
+}
+
+// "train[7]" for task 7 of an array, the name otherwise.
+std::string name_cell(const Json& job) {
+  std::string name = job.value("name", "");
+  if (job.contains("array_task") && job["array_task"].is_number()) name += "[" + cell(job["array_task"]) + "]";
+  return name;
+}
+
 std::string where_cell(const Json& job) {
+  if (auto a = array_progress(job); !a.empty()) return "(" + a + ")";
   if (job.contains("nodes") && job["nodes"].is_array() && !job["nodes"].empty())
     return compress_hostlist(job["nodes"].get<std::vector<std::string>>());
   return job.contains("reason") && job["reason"].is_string() ? "(" + job["reason"].get<std::string>() + ")" : "";
@@ -65,7 +85,8 @@ std::string age_cell(const Json& job) {
 void run_queue(QueueOptions& o) {
   Api api(o.server);
   if (o.me) o.user = current_user(api);
-  const std::string user_q = o.user.empty() ? "" : "user=" + url_encode(o.user);
+  std::string user_q = o.user.empty() ? "" : "user=" + url_encode(o.user);
+  if (o.array > 0) user_q += (user_q.empty() ? "" : "&") + std::string("array=") + std::to_string(o.array);
   std::vector<Json> jobs;
   if (!o.state.empty() || o.all) {
     std::string q = user_q;
@@ -82,7 +103,7 @@ void run_queue(QueueOptions& o) {
   Table t({"ID", "NAME", "USER", "STATE", "GPUS", "TIME", "NODES (REASON)"});
   for (const auto& j : jobs) {
     const std::string state = j.value("state", "?");
-    t.add({cell(j["id"]), j.value("name", ""), j.value("user", ""), state, gpus_cell(j), age_cell(j), where_cell(j)},
+    t.add({cell(j["id"]), name_cell(j), j.value("user", ""), state, gpus_cell(j), age_cell(j), where_cell(j)},
           {Color::kNone, Color::kNone, Color::kNone, state_color(state)});
   }
   if (t.empty()) {
@@ -103,6 +124,7 @@ void add_queue_command(CLI::App& app) {
         return s;
       });
   cmd->add_flag("-a,--all", o->all, "Finished jobs too");
+  cmd->add_option("--array", o->array, "Only the tasks of this array (its job id)")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "The API's JSON: {\"jobs\": [...]}");
   add_server_options(*cmd, o->server);
   cmd->footer(R"(Examples:
@@ -168,6 +190,9 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
   row("started", format_time(job["start_time"]));
   row("ended", format_time(job["end_time"]));
   if (job.contains("reason") && job["reason"].is_string()) row("reason", job["reason"].get<std::string>());
+  if (auto a = array_progress(job); !a.empty()) row("array", a);
+  if (job.contains("array_job") && job["array_job"].is_number())
+    row("array", "task " + cell(job["array_task"]) + " of array " + cell(job["array_job"]));
   if (job.contains("estimated_start") && job["estimated_start"].is_number())
     row("est. start", format_time(job["estimated_start"]));
   if (job.contains("exit_code") && !job["exit_code"].is_null()) row("exit code", cell(job["exit_code"]));

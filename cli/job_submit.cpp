@@ -23,7 +23,7 @@ struct SubmitOptions {
   int gpus = 0;
   int nodes = 0;
   int gpus_per_node = 0;
-  std::string name, time, qos, launcher, gpu_type, target, project, workdir;
+  std::string name, time, qos, launcher, gpu_type, target, project, workdir, array;
   bool requeue = false;
   bool wait = false;
   double poll_s = 1.0;
@@ -102,6 +102,7 @@ Json build_spec(const SubmitOptions& o, const CLI::App& cmd) {
   if (!o.project.empty()) spec["project"] = o.project;
   if (!o.target.empty()) spec["target"] = parse_target(o.target);
   if (o.requeue) spec["requeue"] = true;
+  if (!o.array.empty()) spec["array"] = o.array;
   if (!o.workdir.empty()) spec["workdir"] = fs::absolute(o.workdir).string();
   else if (!spec.contains("workdir") && !command.empty()) spec["workdir"] = fs::current_path().string();
   if (sized && command.empty() && !spec.contains("command"))
@@ -150,6 +151,9 @@ void add_submit_command(CLI::App& app) {
   cmd->add_option("--project", o->project, "Project (account) charged (default: your user)");
   cmd->add_option("--target", o->target, "Quality target for time-to-train, METRIC=VALUE (accuracy=0.95)");
   cmd->add_option("--workdir", o->workdir, "Folder the job starts in (default: the current folder)");
+  cmd->add_option("--array", o->array,
+                  "An array of tasks, one job each, e.g. 0-99, 1,3,5-9, 0-98:2, 0-999%16 (at most 16 at once); "
+                  "each task finds its index in RAILYARD_ARRAY_TASK_ID");
   cmd->add_flag("--requeue", o->requeue, "Requeue the job after a failure or a node failure");
   cmd->add_flag("--wait", o->wait, "Wait until the job ends and exit with its exit code");
   add_server_options(*cmd, o->server);

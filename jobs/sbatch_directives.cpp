@@ -170,6 +170,12 @@ void on_dependency(const Option& o, ImportState& st) {
       st.out.spec.afterok.push_back(id);
 }
 
+void on_array(const Option& o, ImportState& st) {
+  auto a = parse_array_spec(*o.value);
+  if (!a) return st.error(o, a.error().message);
+  st.out.spec.array = std::move(*a);
+}
+
 void on_exclusive(const Option& o, ImportState& st) {
   if (o.value) st.warn(o, "only whole-node exclusivity is supported; treated as --exclusive");
   st.out.spec.exclusive = true;
@@ -196,7 +202,7 @@ void set_requeue(const Option&, ImportState& st) {
   st.out.spec.requeue = kValue;
 }
 
-const std::array<Directive, 19> kDirectives = {{
+const std::array<Directive, 20> kDirectives = {{
     {"nodes", 'N', Arity::kRequired, on_nodes},
     {"ntasks-per-node", 0, Arity::kRequired, on_ntasks_per_node},
     {"gpus-per-node", 0, Arity::kRequired, set_gpu_count<&JobSpec::gpus_per_node>},
@@ -208,6 +214,7 @@ const std::array<Directive, 19> kDirectives = {{
     {"constraint", 'C', Arity::kRequired, on_constraint},
     {"qos", 'q', Arity::kRequired, on_qos},
     {"dependency", 'd', Arity::kRequired, on_dependency},
+    {"array", 'a', Arity::kRequired, on_array},
     {"account", 'A', Arity::kRequired, set_string<&JobSpec::project>},
     {"chdir", 'D', Arity::kRequired, set_string<&JobSpec::workdir>},
     {"exclusive", 0, Arity::kEqualsOnly, on_exclusive},
@@ -250,7 +257,12 @@ void finish_import(std::string_view script, ImportState& st) {
     st.out.warnings.push_back("no --time: Railyard's default limit " + format_time_limit(spec.time_limit_s) +
                               " applies");
   spec.launcher = Launcher::kNone;
-  spec.command = {"/bin/bash", "-c", std::string(script)};
+  // A task of an array finds its index under Slurm's names too (Railyard's: RAILYARD_ARRAY_TASK_ID).
+  const std::string prelude =
+      spec.array ? "export SLURM_ARRAY_JOB_ID=\"$RAILYARD_ARRAY_JOB_ID\" "
+                   "SLURM_ARRAY_TASK_ID=\"$RAILYARD_ARRAY_TASK_ID\"\n"
+                 : "";
+  spec.command = {"/bin/bash", "-c", prelude + std::string(script)};
 }
 
 }  // namespace railyard::jobs::sbatch_detail

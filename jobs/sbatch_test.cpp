@@ -201,6 +201,7 @@ TEST(Sbatch, MalformedValuesNameTheLine) {
       {"#SBATCH --gres=gpu:a100:8 --gpus=h100:8", "GPU type H100 conflicts with A100 from line 1"},
       {"#SBATCH -N 2-x", "expected a node count or MIN-MAX"},
       {"#SBATCH -N 99999999999", "expected a positive integer"},
+      {"#SBATCH --array=5-2", "line 1: --array=5-2: array \"5-2\": the range runs backwards"},
   };
   for (const auto& [script, expected] : cases) {
     auto r = parse_sbatch_script(script + "\n");
@@ -209,6 +210,22 @@ TEST(Sbatch, MalformedValuesNameTheLine) {
     EXPECT_NE(r.error().message.find(expected), std::string::npos)
         << script << "\nerror: " << r.error().message << "\nwanted: " << expected;
   }
+}
+
+TEST(Sbatch, AnArrayScriptSeesItsTaskUnderSlurmsNamesToo) {
+  auto r = parse_sbatch_script("#!/bin/bash\n#SBATCH -a 0-9%2 --gpus=1\necho $SLURM_ARRAY_TASK_ID\n");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->spec.array);
+  EXPECT_EQ(r->spec.array->text(), "0-9%2");
+  ASSERT_EQ(r->spec.command.size(), 3u);
+  EXPECT_EQ(r->spec.command[2].rfind("export SLURM_ARRAY_JOB_ID=\"$RAILYARD_ARRAY_JOB_ID\" "
+                                     "SLURM_ARRAY_TASK_ID=\"$RAILYARD_ARRAY_TASK_ID\"\n#!/bin/bash\n",
+                                     0),
+            0u)
+      << r->spec.command[2];
+  auto plain = parse_sbatch_script("#!/bin/bash\n#SBATCH --gpus=1\necho hi\n");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->spec.command[2].rfind("#!/bin/bash\n", 0), 0u);  // no prelude without an array
 }
 
 TEST(Sbatch, ReportsEveryErrorAtOnce) {

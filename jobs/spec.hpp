@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "jobs/array.hpp"
+
 namespace railyard::jobs {
 
 using JobId = int64_t;
@@ -65,7 +67,14 @@ struct JobSpec {
   std::string workdir;
   bool requeue = false;         // requeue on FAILED / NODE_FAIL
   std::optional<Target> target; // time-to-train quality target
-  std::vector<JobId> afterok;   // start only after these completed successfully
+  std::vector<JobId> afterok;   // start only after these completed successfully (an array: all its tasks)
+
+  // An array: one submit standing for array->size() tasks of this spec (jobs/array.hpp). Batch jobs only.
+  std::optional<ArraySpec> array;
+  // A task of array `array_job`, with index `array_task`: set by the scheduler when it creates the task,
+  // never by a user.
+  JobId array_job = 0;
+  int array_task = -1;
 
   // Total GPUs (or slices) the job needs at once.
   int total_gpus() const;

@@ -187,6 +187,17 @@ void read_dependency(const json& v, std::string_view /*field*/, JobSpec& s, Read
   s.afterok.insert(s.afterok.end(), ids->begin(), ids->end());
 }
 
+void read_array(const json& v, std::string_view /*field*/, JobSpec& s, Reader& r) {
+  if (!v.is_string()) return r.expected("array", "a string like \"0-99\" or \"1,3,5-9%4\"", v);
+  auto a = parse_array_spec(v.get_ref<const std::string&>());
+  if (!a) return r.errors.push_back(a.error().message);  // names the field itself: "array ...: why"
+  s.array = std::move(*a);
+}
+
+void read_array_job(const json& v, std::string_view field, JobSpec& s, Reader& r) {
+  if (auto id = read_int64(v, field, r)) s.array_job = *id;
+}
+
 constexpr std::array<std::string_view, 2> kKindNames = {"batch", "service"};
 constexpr std::array<std::string_view, 3> kLayoutNames = {"auto", "pack", "spread"};
 constexpr std::array<std::string_view, 3> kQosNames = {"high", "normal", "scavenger"};
@@ -218,7 +229,7 @@ struct Field {
   FieldReader read;
 };
 
-const std::array<Field, 24> kFields = {{
+const std::array<Field, 27> kFields = {{
     {"name", string_field<&JobSpec::name>},
     {"user", string_field<&JobSpec::user>},
     {"project", string_field<&JobSpec::project>},
@@ -243,10 +254,13 @@ const std::array<Field, 24> kFields = {{
     {"target", read_target},
     {"afterok", read_afterok},
     {"dependency", read_dependency},
+    {"array", read_array},
+    {"array_job", read_array_job},
+    {"array_task", int_field<&JobSpec::array_task>},
 }};
 
-const std::array<std::string_view, 24> kFieldNames = [] {
-  std::array<std::string_view, 24> names{};
+const std::array<std::string_view, 27> kFieldNames = [] {
+  std::array<std::string_view, 27> names{};
   for (size_t i = 0; i < kFields.size(); ++i) names[i] = kFields[i].name;
   return names;
 }();
@@ -406,6 +420,11 @@ nlohmann::json to_json(const JobSpec& s) {
       {"afterok", s.afterok},
   };
   if (s.target) j["target"] = {{"metric", s.target->metric}, {"value", s.target->value}};
+  if (s.array) j["array"] = s.array->text();
+  if (s.array_job != 0) {
+    j["array_job"] = s.array_job;
+    j["array_task"] = s.array_task;
+  }
   return j;
 }
 
@@ -453,7 +472,18 @@ std::string to_json_text(const JobSpec& s) {
     if (i) out += ',';
     put_int(out, s.afterok[i]);
   }
-  out += "],\"command\":";
+  out += ']';
+  if (s.array) {
+    out += ",\"array\":";
+    put_string(out, s.array->text());
+  }
+  if (s.array_job != 0) {
+    out += ",\"array_job\":";
+    put_int(out, s.array_job);
+    out += ",\"array_task\":";
+    put_int(out, s.array_task);
+  }
+  out += ",\"command\":";
   put_strings(out, s.command);
   out += ",\"env\":{";
   bool first = true;

@@ -237,7 +237,11 @@ TEST(SpecJson, RoundTrips) {
 }
 
 TEST(SpecJson, FieldListMatchesToJson) {
-  json j = to_json(full_spec());
+  JobSpec full = full_spec();
+  full.array = ArraySpec{{{0, 3, 1}}, 0};  // only arrays and their tasks have these fields
+  full.array_job = 7;
+  full.array_task = 2;
+  json j = to_json(full);
   for (std::string_view f : job_spec_fields()) {
     if (f == "dependency") continue;  // an input alias of afterok
     EXPECT_TRUE(j.contains(f)) << f;
@@ -248,7 +252,12 @@ TEST(SpecJson, FieldListMatchesToJson) {
 // to_json_text is what the daemon stores; it must equal the library's dump() byte for byte on every kind of
 // value: escapes, control characters, non-ASCII text, every enum, empty and full lists, negative numbers.
 TEST(SpecJson, TextEqualsDumpOfTheTree) {
-  std::vector<JobSpec> specs = {JobSpec{}, full_spec()};
+  JobSpec task = full_spec();
+  task.array_job = 12;
+  task.array_task = 9999999;
+  JobSpec array = full_spec();
+  array.array = parse_array_spec("0-9:3,12%2").value();
+  std::vector<JobSpec> specs = {JobSpec{}, full_spec(), task, array};
   JobSpec odd = full_spec();
   odd.name = std::string("tab\there\x01\x1f\x7f") + "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93";  // "été ✓"
   odd.env = {{"K\"ey", "v\\al"}, {"\xce\xbb", "/path with spaces"}};

@@ -91,6 +91,51 @@ TEST_F(DaemonTest, SubmitListShowCancel) {
   EXPECT_EQ(c.request("GET", "/api/v1/jobs?state=CANCELLED").json()["jobs"].size(), 1u);
 }
 
+// An array over HTTP: one record that lists its tasks' progress, its tasks listed with ?array=, bad arrays
+// and forged task fields refused, and a cancel that reaches the tasks.
+TEST_F(DaemonTest, ArraysOverTheApi) {
+  auto d = start();
+  HttpClient c(d->port());
+  const int64_t id = submit(c, alice_, R"({"name": "sweep", "gpus": 8, "array": "0-3"})");
+  ASSERT_GT(id, 0);
+  json tasks;
+  for (int i = 0; i < 200; ++i) {  // two tasks fill the two nodes, two wait
+    tasks = c.request("GET", "/api/v1/jobs?array=" + std::to_string(id)).json()["jobs"];
+    if (tasks.size() == 4 && tasks[1]["state"] == "STARTING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(tasks.size(), 4u) << tasks.dump();
+  std::set<int> indexes;
+  for (const auto& t : tasks) {
+    EXPECT_EQ(t["array_job"], id);
+    EXPECT_EQ(t["name"], "sweep");
+    EXPECT_TRUE(t["array_tasks"].is_null());
+    EXPECT_EQ(t["spec"]["env"]["RAILYARD_ARRAY_TASK_ID"], std::to_string(t["array_task"].get<int>()));
+    indexes.insert(t["array_task"].get<int>());
+  }
+  EXPECT_EQ(indexes, (std::set<int>{0, 1, 2, 3}));
+  json array = c.request("GET", "/api/v1/jobs/" + std::to_string(id)).json();
+  EXPECT_EQ(array["state"], "PENDING");
+  EXPECT_TRUE(array["nodes"].empty());
+  EXPECT_EQ(array["spec"]["array"], "0-3");
+  EXPECT_EQ(array["array_tasks"], json({{"total", 4}, {"created", 4}, {"active", 4}, {"completed", 0}, {"failed", 0}}));
+
+  auto bad = c.request("POST", "/api/v1/jobs", R"({"gpus": 1, "array": "5-1"})", alice_);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("the range runs backwards"), std::string::npos) << bad.body;
+  auto forged = c.request("POST", "/api/v1/jobs", R"({"gpus": 1, "array_job": 1, "array_task": 0})", alice_);
+  EXPECT_EQ(forged.status, 400) << forged.body;
+  EXPECT_NE(forged.body.find("set by the scheduler"), std::string::npos) << forged.body;
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?array=x").status, 400);
+
+  auto cancel = c.request("POST", "/api/v1/jobs/" + std::to_string(id) + "/cancel", "", alice_);
+  EXPECT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.json()["state"], "CANCELLED");
+  const json after = c.request("GET", "/api/v1/jobs?array=" + std::to_string(id)).json()["jobs"];
+  ASSERT_EQ(after.size(), 4u);
+  for (const auto& t : after) EXPECT_EQ(t["state"], "CANCELLED") << t.dump();
+}
+
 TEST_F(DaemonTest, HoldAndRelease) {
   auto d = start();
   HttpClient c(d->port());

@@ -231,7 +231,7 @@ HttpResponse Router::dispatch(const HttpRequest& req, const Route& route, const 
     auto id = to_int(s[1]);
     const store::JobRecord* r = id ? table.find(*id) : nullptr;
     if (!r) return error_response(404, "not_found", "job " + s[1] + " not found");
-    json job = job_json(*r, table.cluster());
+    json job = job_json(*r, table);
     job["estimate"] = placement_estimate_json(*r, table.cluster());  // here only: lists stay cheap
     return json_response(200, job);
   }
@@ -261,6 +261,12 @@ HttpResponse Router::list_jobs(const Route& route) {
   }
   const auto user = param("user");
   const auto name = param("name");
+  jobs::JobId array = 0;  // the tasks of this array only
+  if (auto v = param("array")) {
+    auto n = to_int(*v);
+    if (!n || *n < 1) return error_response(400, "invalid_argument", "array=" + *v + ": must be a job id");
+    array = *n;
+  }
   int64_t limit = kDefaultPageSize;
   if (auto v = param("limit")) {
     auto n = to_int(*v);
@@ -292,13 +298,13 @@ HttpResponse Router::list_jobs(const Route& route) {
   // Filters are checked row by row from the cursor: a page reads only the rows up to its last match.
   auto take = [&](const store::JobRecord& r) {
     if ((!states.empty() && !states.count(r.state)) || (user && !user->empty() && r.spec.user != *user) ||
-        (name && !name->empty() && r.spec.name != *name))
+        (name && !name->empty() && r.spec.name != *name) || (array != 0 && r.spec.array_job != array))
       return true;
     if (static_cast<int64_t>(out.size()) == limit) {
       next = out.back()["id"];
       return false;
     }
-    out.push_back(job_json(r, table.cluster()));
+    out.push_back(job_json(r, table));
     return true;
   };
   if (desc) {
@@ -363,7 +369,7 @@ HttpResponse Router::job_action(const Route& route, const daemon::Caller& who) {
   if (!id) return error_response(404, "not_found", "job " + route.seg[1] + " not found");
   auto r = service_.act(*id, action->second, who);
   if (!r) return error_response(r.error());
-  return json_response(200, job_json(*r, service_.table().cluster()));
+  return json_response(200, job_json(*r, service_.table()));
 }
 
 HttpResponse Router::node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who) {

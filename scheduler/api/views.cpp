@@ -24,9 +24,20 @@ std::string gpu_type_of(const store::JobRecord& r, const topology::Cluster& c) {
   return g >= 0 ? c.profile_of(c.node_of(g)).gpu_type : "any";
 }
 
+json array_tasks_json(const store::JobRecord& r, const daemon::JobTable& table) {
+  const daemon::ArrayProgress* a = r.spec.array ? table.array(r.id) : nullptr;
+  if (!a) return nullptr;
+  return {{"total", a->total},
+          {"created", a->created()},
+          {"active", a->active},
+          {"completed", a->completed},
+          {"failed", a->failed}};
+}
+
 }  // namespace
 
-json job_json(const store::JobRecord& r, const topology::Cluster& cluster) {
+json job_json(const store::JobRecord& r, const daemon::JobTable& table) {
+  const topology::Cluster& cluster = table.cluster();
   json gpu_ids = json::array();
   for (auto g : r.gpus) gpu_ids.push_back(g);
   for (const auto& s : r.slices)
@@ -50,6 +61,9 @@ json job_json(const store::JobRecord& r, const topology::Cluster& cluster) {
           {"leaves_spanned", placed ? json(r.leaves_spanned) : json(nullptr)},
           {"min_leaves", placed ? json(r.min_leaves) : json(nullptr)},
           {"time_to_train_s", opt(r.time_to_train_s)},
+          {"array_job", r.spec.array_job != 0 ? json(r.spec.array_job) : json(nullptr)},
+          {"array_task", r.spec.array_job != 0 ? json(r.spec.array_task) : json(nullptr)},
+          {"array_tasks", array_tasks_json(r, table)},
           {"spec", jobs::to_json(r.spec)}};
 }
 

@@ -9,7 +9,9 @@
 
 namespace railyard::api {
 
-nlohmann::json job_json(const store::JobRecord& r, const topology::Cluster& cluster);
+// A job as the API shows it. A task of an array has "array_job" and "array_task" (else null); an array has
+// "array_tasks": {"total", "created", "active", "completed", "failed"} (else null).
+nlohmann::json job_json(const store::JobRecord& r, const daemon::JobTable& table);
 // The allreduce size the job view's cost-model estimate is for (1 GiB, the CLI's `show --bytes` default).
 inline constexpr double kEstimateBytes = 1024.0 * 1024 * 1024;
 // The cost model's (topology/cost.hpp) allreduce estimate for the GPUs the job holds or last held, on the

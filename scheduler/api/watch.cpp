@@ -66,7 +66,7 @@ void WatchHub::on_batch(const store::WriteBatch& b) {
     std::optional<json> frame;
     for (auto& [p, s] : subs_) {
       if (!s.authed || (s.job && *s.job != id)) continue;
-      if (!frame) frame = json{{"type", "job"}, {"job", job_json(*r, table.cluster())}};
+      if (!frame) frame = json{{"type", "job"}, {"job", job_json(*r, table)}};
       send(s, *frame);
     }
   }

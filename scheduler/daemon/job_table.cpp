@@ -186,6 +186,8 @@ JobTable::JobTable(const topology::Cluster& cluster)
 
 void JobTable::load(store::StoredState state) {
   jobs_.clear();
+  arrays_.clear();
+  open_arrays_.clear();
   waiting_.clear();
   holding_.clear();
   draining_.clear();
@@ -200,22 +202,57 @@ void JobTable::load(store::StoredState state) {
   apply(b);
 }
 
+namespace {
+
+// A task's part in its array's counts: +1 or -1 of `state`.
+void count_task(ArrayProgress& a, JobState state, int64_t sign) {
+  if (!jobs::is_terminal(state))
+    a.active += sign;
+  else if (state == JobState::kCompleted)
+    a.completed += sign;
+  else
+    a.failed += sign;
+}
+
+}  // namespace
+
 void JobTable::apply(const WriteBatch& batch) {
   auto index = [&](const JobRecord& r) {
     waiting_.erase(r.id);
     holding_.erase(r.id);
+    if (r.spec.array) {  // never placed itself: its tasks are
+      if (jobs::is_terminal(r.state))
+        open_arrays_.erase(r.id);
+      else
+        open_arrays_.insert(r.id);
+      return;
+    }
     if (r.state == JobState::kPending || r.state == JobState::kHeld)
       waiting_.emplace(r.id, &r);
     else if (!jobs::is_terminal(r.state))
       holding_.emplace(r.id, &r);
   };
   // New ids only: the store's primary key refused a duplicate before this batch was applied.
-  for (const auto& r : batch.inserts) index(jobs_.insert_or_assign(r.id, r).first->second);
+  for (const auto& r : batch.inserts) {
+    index(jobs_.insert_or_assign(r.id, r).first->second);
+    if (r.spec.array) arrays_[r.id].total = r.spec.array->size();
+    if (r.spec.array_job != 0) {  // tasks are inserted in their array's order (array_changes)
+      ArrayProgress& a = arrays_[r.spec.array_job];
+      a.tasks.push_back(r.id);
+      count_task(a, r.state, 1);
+    }
+  }
   for (const auto& r : batch.updates) {
     auto it = jobs_.find(r.id);
     if (it == jobs_.end()) continue;
+    const JobState before = it->second.state;
     copy_mutable(r, it->second);  // never the spec: a pass on another thread may be reading it
     index(it->second);
+    if (const JobId parent = it->second.spec.array_job; parent != 0 && before != r.state) {
+      ArrayProgress& a = arrays_[parent];
+      count_task(a, before, -1);
+      count_task(a, r.state, 1);
+    }
   }
   for (const auto& n : batch.nodes) {
     const topology::NodeId id = cluster_.find_node(n.name);
@@ -390,24 +427,99 @@ JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t no
   return out;
 }
 
-Result<WriteBatch> JobTable::event_changes(JobId id, jobs::JobEvent event, const std::string& actor,
-                                           int64_t now) const {
-  const JobRecord* cur = find(id);
-  if (!cur) return not_found("job " + std::to_string(id) + " not found");
-  auto next = jobs::transition(cur->state, event);
+const ArrayProgress* JobTable::array(JobId id) const {
+  auto it = arrays_.find(id);
+  return it == arrays_.end() ? nullptr : &it->second;
+}
+
+int64_t JobTable::array_window(const jobs::JobSpec& spec) const {
+  if (spec.array && spec.array->max_running > 0) return spec.array->max_running;
+  const int64_t fill = cluster_.gpu_count() / std::max(1, spec.total_gpus());
+  return std::clamp(fill, kMinArrayWindow, kMaxArrayWindow);
+}
+
+WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
+  WriteBatch b;
+  for (JobId id : open_arrays_) {
+    const JobRecord& parent = jobs_.at(id);
+    const ArrayProgress& a = arrays_.at(id);
+    if (parent.state != JobState::kPending) continue;
+    if (a.created() < a.total) {
+      const int64_t n = std::min(array_window(parent.spec) - a.active, a.total - a.created());
+      for (int64_t k = a.created(); k < a.created() + n; ++k) {
+        JobRecord t;
+        t.id = next_id++;
+        t.spec = parent.spec;
+        t.spec.array.reset();
+        t.spec.array_job = id;
+        t.spec.array_task = parent.spec.array->index_at(k);
+        t.spec.env["RAILYARD_ARRAY_JOB_ID"] = std::to_string(id);
+        t.spec.env["RAILYARD_ARRAY_TASK_ID"] = std::to_string(t.spec.array_task);
+        t.submit_time = parent.submit_time;  // its place in the queue is the array's
+        b.events.push_back({job_subject(t.id), now, "scheduler",
+                            "submitted: task " + std::to_string(t.spec.array_task) + " of array " +
+                                std::to_string(id)});
+        b.inserts.push_back(std::move(t));
+      }
+      continue;
+    }
+    if (a.active > 0) continue;
+    JobRecord r = parent;
+    r.state = a.failed == 0 ? JobState::kCompleted : JobState::kFailed;
+    r.end_time = now;
+    r.estimated_start.reset();
+    r.reason = a.failed == 0 ? "" : std::to_string(a.failed) + " of " + std::to_string(a.total) +
+                                        " tasks did not complete";
+    b.events.push_back({job_subject(id), now, "scheduler",
+                        "ended: " + std::to_string(a.completed) + " of " + std::to_string(a.total) +
+                            " tasks completed"});
+    b.updates.push_back(std::move(r));
+  }
+  return b;
+}
+
+namespace {
+
+// `r` after `event`, by `actor` at `now`; the event's record goes to `b`. `why` ends the reason.
+Status apply_event(JobRecord& r, jobs::JobEvent event, const std::string& actor, const std::string& why,
+                   int64_t now, WriteBatch& b) {
+  auto next = jobs::transition(r.state, event);
   if (!next) return next.error();
-  JobRecord r = *cur;
   r.state = *next;
   if (jobs::is_terminal(r.state)) {
     r.end_time = now;
     r.estimated_start.reset();
   }
-  if (event == jobs::JobEvent::kCancelled) r.reason = "cancelled by " + actor;
-  if (event == jobs::JobEvent::kHeld) r.reason = "held by " + actor;
+  if (event == jobs::JobEvent::kCancelled) r.reason = "cancelled" + why;
+  if (event == jobs::JobEvent::kHeld) r.reason = "held" + why;
   if (event == jobs::JobEvent::kReleased) r.reason.clear();
+  b.events.push_back({job_subject(r.id), now, actor, std::string(jobs::to_string(event))});
+  return ok();
+}
+
+}  // namespace
+
+Result<WriteBatch> JobTable::event_changes(JobId id, jobs::JobEvent event, const std::string& actor,
+                                           int64_t now) const {
+  const JobRecord* cur = find(id);
+  if (!cur) return not_found("job " + std::to_string(id) + " not found");
   WriteBatch b;
-  b.events.push_back({job_subject(id), now, actor, std::string(jobs::to_string(event))});
+  JobRecord r = *cur;
+  if (auto s = apply_event(r, event, actor, " by " + actor, now, b); !s) return s.error();
   b.updates.push_back(std::move(r));
+  const ArrayProgress* a = cur->spec.array ? array(id) : nullptr;
+  if (!a) return b;
+  const std::string why = " with array " + std::to_string(id) + " by " + actor;
+  for (JobId t : a->tasks) {
+    const JobRecord* task = find(t);
+    if (!task) continue;
+    const bool applies = event == jobs::JobEvent::kCancelled ? !jobs::is_terminal(task->state)
+                         : event == jobs::JobEvent::kHeld    ? task->state == JobState::kPending
+                                                             : task->state == JobState::kHeld;
+    if (!applies) continue;
+    JobRecord tr = *task;
+    if (apply_event(tr, event, actor, why, now, b)) b.updates.push_back(std::move(tr));
+  }
   return b;
 }
 

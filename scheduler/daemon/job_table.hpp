@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,22 @@ namespace railyard::daemon {
 using jobs::JobId;
 using store::JobRecord;
 using store::WriteBatch;
+
+// How far an array (a job whose spec has `array`) has come. Its tasks are jobs of their own, created a
+// window at a time (JobTable::array_changes), in the array's order; what is derived here is rebuilt from
+// the tasks themselves by load().
+struct ArrayProgress {
+  int64_t total = 0;                  // tasks in the array
+  int64_t active = 0;                 // created tasks not ended (PENDING, HELD, STARTING, RUNNING)
+  int64_t completed = 0, failed = 0;  // created tasks that ended COMPLETED / in another end state
+  std::vector<JobId> tasks;           // created tasks, in the array's order
+  int64_t created() const { return static_cast<int64_t>(tasks.size()); }
+};
+
+// Unended tasks an array keeps created at once unless its "%M" says fewer: enough to fill the cluster with
+// them, at least kMinArrayWindow, at most kMaxArrayWindow.
+inline constexpr int64_t kMinArrayWindow = 64;
+inline constexpr int64_t kMaxArrayWindow = 10'000;
 
 class JobTable {
  public:
@@ -91,7 +108,21 @@ class JobTable {
     size_t stale = 0;
   };
   PlanChanges plan_changes(const sched::Plan& plan, int64_t now) const;
-  // The job after `event` (cancel, hold, release), or kConflict / kNotFound.
+  // Arrays by id, and the arrays still open (not ended).
+  const std::map<JobId, ArrayProgress>& arrays() const { return arrays_; }
+  const ArrayProgress* array(JobId id) const;
+  bool has_open_arrays() const { return !open_arrays_.empty(); }
+  // How many unended tasks array `spec` keeps created (see kMinArrayWindow).
+  int64_t array_window(const jobs::JobSpec& spec) const;
+  // What open arrays need at `now`: a PENDING array's next tasks as new jobs, up to its window of unended
+  // tasks, with ids from `next_id` on (advanced past them); an array whose tasks were all created and have
+  // all ended ends itself: COMPLETED when every task completed, else FAILED. An array is never placed
+  // itself (snapshot() leaves it out); a HELD one creates no tasks.
+  WriteBatch array_changes(int64_t now, JobId& next_id) const;
+
+  // The job after `event` (cancel, hold, release), or kConflict / kNotFound. On an array the event also
+  // applies to its created tasks where it can: cancel ends the unended ones, hold holds the pending ones,
+  // release releases the held ones.
   Result<WriteBatch> event_changes(JobId id, jobs::JobEvent event, const std::string& actor,
                                    int64_t now) const;
 
@@ -107,6 +138,8 @@ class JobTable {
   std::vector<std::string> health_reason_;
   std::map<std::string, store::GpuHold> draining_;  // by allocation id
   std::map<std::pair<JobId, int>, store::RunRecord> runs_;
+  std::map<JobId, ArrayProgress> arrays_;
+  std::set<JobId> open_arrays_;  // arrays not ended
 };
 
 // "job:<id>"

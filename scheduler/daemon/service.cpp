@@ -143,6 +143,9 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who) const {
   if (spec.user != who.user && !who.admin())
     return Error{ErrorCode::kPermission, "user " + who.user + " may not submit jobs as " + spec.user};
   if (spec.project.empty()) spec.project = spec.user;
+  if (spec.array_job != 0 || spec.array_task != -1)
+    return invalid("array_job, array_task: set by the scheduler on the tasks it creates for an array; "
+                   "submit the array with \"array\" instead");
   return jobs::validate_against_cluster(spec, table_.cluster());
 }
 
@@ -389,6 +392,7 @@ void Service::run_pass() {
   if (pass_in_flight_) return void(pass_again_ = true);
   auto work = std::make_shared<PassWork>();
   work->start = Clock::now();
+  tend_arrays();
   work->snap = table_.snapshot(clock_());
   work->snap.config = policy_;
   if (!compact_since_.empty())
@@ -419,6 +423,24 @@ void Service::run_pass() {
   };
   if (executor_) return executor_(std::move(compute));
   compute();
+}
+
+// Before a pass: open arrays get their next tasks (or end), so the pass sees them. kWritten like a pass: the
+// array itself was synced when it was submitted, and tasks lost with the machine are created again from
+// the tasks that remain (JobTable::load rebuilds the progress).
+void Service::tend_arrays() {
+  if (!table_.has_open_arrays()) return;
+  JobId next = next_id_;
+  WriteBatch b = table_.array_changes(clock_(), next);
+  if (b.empty()) return;
+  b.durability = store::Durability::kWritten;
+  if (auto s = write(b); !s) {
+    spdlog::error("array tasks: commit failed: {}", s.error().message);
+    return;
+  }
+  next_id_ = next;
+  applied(b);
+  stats_.array_tasks_total += static_cast<int64_t>(b.inserts.size());
 }
 
 // Keeps the compact-wait clocks of the jobs still waiting (every pending job that did not start is in

@@ -29,6 +29,9 @@
 // queue and form the next one, which starts as soon as the last is done. Smaller commits stay on the loop. A job enters the table, and its caller hears back, only once it is on disk.
 // The loop's own commits (actions, passes, agents) wait on SQLite's lock while a submit commit writes.
 //
+// Arrays: an array is submitted (and synced) as one job record; each pass first creates its next tasks as
+// jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
+//
 // Durability (store::Durability): submits and API actions commit kSynced, so what a caller hears is done
 // is on disk. Passes and agent reports commit kWritten (in SQLite's log: a killed scheduler loses nothing,
 // a crashed machine can lose their last few milliseconds, which agents' re-registration reconciles); the
@@ -68,6 +71,7 @@ struct ServiceStats {
   double last_snapshot_seconds = 0, last_schedule_seconds = 0, last_apply_seconds = 0;
   int64_t stale_starts_total = 0;  // starts dropped because the table changed during the pass
   int64_t log_syncs_total = 0;     // syncs of kWritten commits by the delayed sync (not by a synced commit)
+  int64_t array_tasks_total = 0;   // jobs created as the tasks of arrays
 };
 
 // The event loop the service runs on (the HTTP server's, or a fake in tests).
@@ -180,6 +184,7 @@ class Service {
   void flush_submits();
   void submits_committed(const std::shared_ptr<SubmitWork>& work);
   void run_pass();
+  void tend_arrays();
   void finish_pass(const std::shared_ptr<PassWork>& done);
   void note_compact_waits(const PassWork& work);
   void applied(const WriteBatch& batch);

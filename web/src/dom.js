@@ -78,3 +78,11 @@ export function debounce(fn, ms) {
   call.cancel = () => clearTimeout(timer);
   return call;
 }
+
+// "array 0-999: 3 active, 10 ended of 1000" for an array (its tasks are jobs of their own), else "".
+export const arrayProgress = (j) => {
+  const a = j.array_tasks;
+  if (!a) return '';
+  return `array ${j.spec?.array ?? ''}: ${a.active} active, ${a.completed + a.failed} ended of ${a.total}` +
+    (a.failed ? ` (${a.failed} not completed)` : '');
+};

@@ -5,7 +5,7 @@
 // jobs are appended while the newest page is shown.
 
 import {get, query} from '../api.js';
-import {coalesce, fmtDuration, h, now, stateClass} from '../dom.js';
+import {arrayProgress, coalesce, fmtDuration, h, now, stateClass} from '../dom.js';
 import * as live from '../live.js';
 
 const kStates = ['', 'PENDING', 'HELD', 'STARTING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT',
@@ -17,7 +17,7 @@ const leaves = (j) => (j.leaves_spanned == null ? '' : `${j.leaves_spanned} / ${
 
 const kColumns = [
   {key: 'id', label: 'ID', num: true, value: (j) => j.id},
-  {key: 'name', label: 'Name', value: (j) => j.name || ''},
+  {key: 'name', label: 'Name', value: (j) => (j.name || '') + (j.array_task != null ? `[${j.array_task}]` : '')},
   {key: 'user', label: 'User', value: (j) => j.user || ''},
   {key: 'state', label: 'State', value: (j) => j.state},
   {key: 'gpus', label: 'GPUs', num: true, value: (j) => j.gpus},
@@ -26,7 +26,7 @@ const kColumns = [
   {key: 'run', label: 'Run time', num: true, value: runtime, show: (j) => fmtDuration(runtime(j))},
   {key: 'ttt', label: 'Time-to-train', num: true, value: (j) => j.time_to_train_s,
    show: (j) => fmtDuration(j.time_to_train_s)},
-  {key: 'reason', label: 'Reason', value: (j) => j.reason || ''},
+  {key: 'reason', label: 'Reason', value: (j) => arrayProgress(j) || j.reason || ''},
 ];
 
 // A page of jobs, held in ascending id order. "Newest" and "older" read newest first (`order=desc`,
