@@ -755,6 +755,32 @@ TEST(ServiceArrays, AfterokOnAnArrayWaitsForAllItsTasksAndUsersCannotMakeTasks) 
   EXPECT_EQ(w.job(a).state, JobState::kCompleted);
   EXPECT_EQ(w.job(b).state, JobState::kStarting);
 
+  // An array that depends on a job creates no task before that job completed, and fails without any when
+  // it cannot complete.
+  jobs::JobSpec blocker;
+  blocker.gpus = 8;
+  blocker.command = {"true"};
+  const jobs::JobId x = w.submit(blocker);
+  const jobs::JobId y = w.submit(blocker);
+  auto waiting_array = [&](jobs::JobId dep) {
+    jobs::JobSpec spec;
+    spec.gpus = 8;
+    spec.command = {"true"};
+    spec.afterok = {dep};
+    spec.array = jobs::parse_array_spec("0-3").value();
+    return w.submit(spec);
+  };
+  const jobs::JobId after_x = waiting_array(x), after_y = waiting_array(y);
+  EXPECT_EQ(w.progress(after_x).created(), 0);
+  EXPECT_EQ(w.job(after_x).reason, "dependency: waits for job " + std::to_string(x));
+  w.end({x}, JobState::kCompleted);
+  EXPECT_EQ(w.progress(after_x).created(), 4);
+  EXPECT_EQ(w.job(after_x).reason, "");
+  w.end({y}, JobState::kFailed);
+  EXPECT_EQ(w.progress(after_y).created(), 0);
+  EXPECT_EQ(w.job(after_y).state, JobState::kFailed);
+  EXPECT_EQ(w.job(after_y).reason, "dependency: job " + std::to_string(y) + " did not complete successfully");
+
   jobs::JobSpec forged;
   forged.gpus = 1;
   forged.array_job = a;

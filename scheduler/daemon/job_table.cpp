@@ -444,7 +444,41 @@ WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
     const JobRecord& parent = jobs_.at(id);
     const ArrayProgress& a = arrays_.at(id);
     if (parent.state != JobState::kPending) continue;
+    // Tasks are created only once the array's dependencies are met (each task carries them too).
+    std::string waits;
+    for (JobId dep : parent.spec.afterok) {
+      const auto st = dependency_state(dep);
+      if (st == sched::DependencyState::kNeverSatisfied) {
+        waits = "dependency: job " + std::to_string(dep) + " did not complete successfully";
+        break;
+      }
+      if (st == sched::DependencyState::kWaiting && waits.empty())
+        waits = "dependency: waits for job " + std::to_string(dep);
+    }
+    const bool never = waits.ends_with("did not complete successfully");
+    if (!waits.empty() && !(never && a.active == 0)) {
+      if (parent.reason != waits) {
+        JobRecord r = parent;
+        r.reason = std::move(waits);
+        b.updates.push_back(std::move(r));
+      }
+      continue;
+    }
+    if (never) {  // nothing left running: the array fails as its tasks would
+      JobRecord r = parent;
+      r.state = JobState::kFailed;
+      r.end_time = now;
+      r.reason = std::move(waits);
+      b.events.push_back({job_subject(id), now, "scheduler", "rejected: " + r.reason});
+      b.updates.push_back(std::move(r));
+      continue;
+    }
     if (a.created() < a.total) {
+      if (!parent.reason.empty()) {  // no longer waiting
+        JobRecord r = parent;
+        r.reason.clear();
+        b.updates.push_back(std::move(r));
+      }
       const int64_t n = std::min(array_window(parent.spec) - a.active, a.total - a.created());
       for (int64_t k = a.created(); k < a.created() + n; ++k) {
         JobRecord t;

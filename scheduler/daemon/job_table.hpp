@@ -116,7 +116,9 @@ class JobTable {
   int64_t array_window(const jobs::JobSpec& spec) const;
   // What open arrays need at `now`: a PENDING array's next tasks as new jobs, up to its window of unended
   // tasks, with ids from `next_id` on (advanced past them); an array whose tasks were all created and have
-  // all ended ends itself: COMPLETED when every task completed, else FAILED. An array is never placed
+  // all ended ends itself: COMPLETED when every task completed, else FAILED. No task is created while the
+  // array's afterok jobs have not all completed (its reason says which it waits for); once one of them
+  // cannot complete, the array fails when none of its tasks is left unended. An array is never placed
   // itself (snapshot() leaves it out); a HELD one creates no tasks.
   WriteBatch array_changes(int64_t now, JobId& next_id) const;
 
