@@ -67,10 +67,12 @@ std::string name_cell(const Json& job) {
 }
 
 std::string where_cell(const Json& job) {
-  if (auto a = array_progress(job); !a.empty()) return "(" + a + ")";
+  const bool has_reason = job.contains("reason") && job["reason"].is_string();
+  if (auto a = array_progress(job); !a.empty())
+    return "(" + a + (has_reason ? "; " + job["reason"].get<std::string>() : "") + ")";
   if (job.contains("nodes") && job["nodes"].is_array() && !job["nodes"].empty())
     return compress_hostlist(job["nodes"].get<std::vector<std::string>>());
-  return job.contains("reason") && job["reason"].is_string() ? "(" + job["reason"].get<std::string>() + ")" : "";
+  return has_reason ? "(" + job["reason"].get<std::string>() + ")" : "";
 }
 
 std::string age_cell(const Json& job) {

@@ -16,7 +16,8 @@
 #   slurm_active / ry_active / ry_state STATE   job counts; wait_drained FN START TIMEOUT_S.
 #   settle [TIMEOUT_S]  waits until no slurmstepd runs and the machine is at least 85 % idle over a second:
 #                       Slurm's queue empties while its step daemons and slurmctld still work for a minute
-#                       or more after a 5,000-task array, which would otherwise land on the next run.
+#                       or more after a 5,000-task array (once 3,815 step daemons were left after 180 s), which
+#                       would otherwise land on the next run. At most TIMEOUT_S (default 420) s.
 
 now() { date +%s.%N; }
 
@@ -80,7 +81,7 @@ idle_pct() {  # share of idle CPU time over one second, from /proc/stat
 }
 settle() {  # settle [TIMEOUT_S]
   local deadline idle=0 t0
-  t0=$(date +%s); deadline=$((t0 + ${1:-180}))
+  t0=$(date +%s); deadline=$((t0 + ${1:-420}))
   while (($(date +%s) < deadline)); do
     idle=$(idle_pct)
     if ! pgrep -x slurmstepd >/dev/null && ((idle >= 85)); then
@@ -88,7 +89,7 @@ settle() {  # settle [TIMEOUT_S]
       return 0
     fi
   done
-  log "still busy after ${1:-180} s ($idle % idle, $(pgrep -cx slurmstepd) slurmstepd); measuring anyway"
+  log "still busy after ${1:-420} s ($idle % idle, $(pgrep -cx slurmstepd) slurmstepd); measuring anyway"
 }
 wait_drained() {  # wait_drained FN START TIMEOUT_S -> prints seconds from START until FN reports 0 active, or "timeout"
   local fn=$1 start=$2 deadline

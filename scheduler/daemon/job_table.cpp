@@ -446,16 +446,17 @@ WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
     if (parent.state != JobState::kPending) continue;
     // Tasks are created only once the array's dependencies are met (each task carries them too).
     std::string waits;
+    bool never = false;  // a dependency that can no longer complete
     for (JobId dep : parent.spec.afterok) {
       const auto st = dependency_state(dep);
       if (st == sched::DependencyState::kNeverSatisfied) {
         waits = "dependency: job " + std::to_string(dep) + " did not complete successfully";
+        never = true;
         break;
       }
       if (st == sched::DependencyState::kWaiting && waits.empty())
         waits = "dependency: waits for job " + std::to_string(dep);
     }
-    const bool never = waits.ends_with("did not complete successfully");
     if (!waits.empty() && !(never && a.active == 0)) {
       if (parent.reason != waits) {
         JobRecord r = parent;
