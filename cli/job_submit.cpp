@@ -165,6 +165,7 @@ Examples:
   railyard submit job.json              # a job spec (jobs/README.md)
   railyard submit train.sbatch          # a Slurm script: #SBATCH lines imported, warnings on stderr
   railyard submit --gpus 1 --wait -- python eval.py && echo passed
+  railyard submit --gpus 1 --array 0-99%8 -- ./sweep.sh   # 100 tasks, 8 at a time; one id for all
 
 Exit codes: 0 submitted (with --wait: the job's exit code), 1 failure or scheduler unreachable,
 2 bad arguments or job spec, 3 not allowed (token).)");

@@ -117,6 +117,30 @@ describe('dashboard', {skip: skipBrowser}, () => {
     await page.close();
   });
 
+  test('an array shows its progress, its tasks as name[index], and a cancel live', async () => {
+    const {id} = await api(s.url, 'POST', '/jobs', {name: 'sweep', gpus: 8, array: '0-5'}, s.token);
+    const page = await b.newPage();
+    await page.goto(`${s.url}/#/jobs`);
+    const row = page.locator(`#jobs-table tr[data-id="${id}"]`);
+    await row.waitFor();
+    assert.match(await row.textContent(), /array 0-5: 6 active, 0 ended of 6/);
+    const tasks = (await api(s.url, 'GET', `/jobs?array=${id}`, undefined, s.token)).jobs;
+    assert.equal(tasks.length, 6);
+    const task = page.locator(`#jobs-table tr[data-id="${tasks[3].id}"] td:nth-child(2)`);
+    await task.waitFor();
+    assert.equal(await task.textContent(), `sweep[${tasks[3].array_task}]`);
+    await api(s.url, 'POST', `/jobs/${id}/cancel`, undefined, s.token);  // also frees the GPUs for the tests after
+    await waitFor(async () => /0 active, 6 ended of 6 \(6 not completed\)/.test(await row.textContent()),
+                  {what: 'the array row after the cancel'});
+    assert.match(await row.textContent(), /CANCELLED/);
+    await page.goto(`${s.url}/#/job/${tasks[3].id}`);
+    await page.waitForSelector('.jobname');
+    await waitFor(async () => (await page.textContent('body')).includes(`task ${tasks[3].array_task} of array ${id}`),
+                  {what: 'the task page naming its array'});
+    assert.deepEqual(b.errors, [], 'no page errors');
+    await page.close();
+  });
+
   test('admin drains a node in the Nodes view and the scheduler stops placing on it', async () => {
     const own = await startScheduler({cluster: kCluster});  // its own: earlier jobs may sit on n1
     try {
