@@ -119,6 +119,9 @@ TEST_F(DaemonTest, ArraysOverTheApi) {
   EXPECT_TRUE(array["nodes"].empty());
   EXPECT_EQ(array["spec"]["array"], "0-3");
   EXPECT_EQ(array["array_tasks"], json({{"total", 4}, {"created", 4}, {"active", 4}, {"completed", 0}, {"failed", 0}}));
+  const std::string metrics = c.request("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("railyard_array_tasks_total 4\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("railyard_submits_total 1\n"), std::string::npos) << metrics;
 
   auto bad = c.request("POST", "/api/v1/jobs", R"({"gpus": 1, "array": "5-1"})", alice_);
   EXPECT_EQ(bad.status, 400) << bad.body;

@@ -184,6 +184,8 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
          "railyard_gpus_removed " + std::to_string(removed) + "\n");
   metric("railyard_submits_total", "counter", "Jobs accepted since start.",
          "railyard_submits_total " + std::to_string(stats.submits_total) + "\n");
+  metric("railyard_array_tasks_total", "counter", "Jobs created as the tasks of arrays since start.",
+         "railyard_array_tasks_total " + std::to_string(stats.array_tasks_total) + "\n");
   metric("railyard_submit_commits_total", "counter", "Store transactions that carried submits.",
          "railyard_submit_commits_total " + std::to_string(stats.submit_commits_total) + "\n");
   metric("railyard_log_syncs_total", "counter",
