@@ -490,6 +490,38 @@ TEST_F(DaemonTest, AcknowledgedSubmitsSurviveKill9) {
   EXPECT_GT(next, *stored.rbegin());
 }
 
+// An array's created tasks are on disk: after a kill -9 the restarted scheduler goes on from them, and the
+// tasks it creates next continue the array's indexes without repeating one.
+TEST_F(DaemonTest, AnArrayGoesOnAfterKill9WithoutRepeatingAnIndex) {
+  auto d = start();
+  std::unique_ptr<HttpClient> c = std::make_unique<HttpClient>(d->port());
+  const int64_t id = submit(*c, alice_, R"({"gpus": 8, "array": "0-99"})");
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  auto created = [&] { return c->request("GET", path).json()["array_tasks"].value("created", 0); };
+  for (int i = 0; i < 200 && created() < 64; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(created(), 64);  // the window: two nodes hold 2 tasks, at least 64 are kept created
+  d->stop(SIGKILL);
+
+  auto again = start();
+  c = std::make_unique<HttpClient>(again->port());
+  EXPECT_EQ(created(), 64);
+  auto tasks = [&] { return c->request("GET", "/api/v1/jobs?limit=10000&array=" + std::to_string(id)).json()["jobs"]; };
+  int ended = 0;
+  for (const auto& t : tasks()) {  // ending five tasks makes room for five more
+    if (ended == 5) break;
+    const std::string task = "/api/v1/jobs/" + std::to_string(t["id"].get<int64_t>()) + "/cancel";
+    EXPECT_EQ(c->request("POST", task, "", alice_).status, 200);
+    ++ended;
+  }
+  for (int i = 0; i < 200 && created() < 69; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const json all = tasks();
+  ASSERT_EQ(all.size(), 69u);
+  std::set<int> indexes;
+  for (const auto& t : all) indexes.insert(t["array_task"].get<int>());
+  EXPECT_EQ(indexes.size(), 69u);
+  EXPECT_EQ(*indexes.rbegin(), 68);
+}
+
 TEST_F(DaemonTest, EventsAccountingNodeShowFiltersAndGuardedRoutes) {
   auto d = start();
   HttpClient c(d->port());
