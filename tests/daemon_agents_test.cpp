@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
+#include "jobs/spec_json.hpp"
 #include "tests/agent_hub_harness.hpp"
 
 namespace railyard::daemon {
@@ -78,6 +80,30 @@ TEST(AgentHub, MasterPortsOfJobsLedByOneNodeNeverCollide) {
   ASSERT_EQ(launches.size(), 2u);
   ASSERT_EQ(launches[0]["node"], launches[1]["node"]);
   EXPECT_NE(launches[0]["master_port"], launches[1]["master_port"]);
+}
+
+TEST(AgentHub, ArrayTasksAreLaunchedWithTheirIndexInASpecEveryAgentReads) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  jobs::JobSpec spec;
+  spec.gpus = 8;
+  spec.command = {"/bin/true"};
+  spec.array = jobs::parse_array_spec("5-6").value();
+  const Caller ada{"ada", store::Role::kUser};
+  ASSERT_TRUE(h.service->prepare(spec, ada));
+  h.service->submit({spec}, ada, [](Result<std::vector<jobs::JobId>>) {});
+  h.run();
+  auto launches = p->of("launch");
+  ASSERT_EQ(launches.size(), 2u);  // one per task, none for the array
+  std::set<std::string> indexes;
+  for (const auto& l : launches) {
+    const json& s = l["spec"];
+    indexes.insert(s["env"]["RAILYARD_ARRAY_TASK_ID"].get<std::string>());
+    EXPECT_FALSE(s.contains("array_job") || s.contains("array_task") || s.contains("array")) << s.dump();
+    EXPECT_TRUE(jobs::parse_job_spec(s)) << s.dump();
+  }
+  EXPECT_EQ(indexes, (std::set<std::string>{"5", "6"}));
 }
 
 TEST(AgentHub, LaunchedAndFinishedDriveAJobToCompletedWithAcks) {

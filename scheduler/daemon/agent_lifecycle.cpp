@@ -178,6 +178,10 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
     if (auto a = l->second.peer->remote_address(); !a.empty()) master = a;
   const int node_rank = static_cast<int>(std::find(t.nodes.begin(), t.nodes.end(), node) - t.nodes.begin());
   json spec = jobs::to_json(r->spec);
+  // A task's index reaches its processes in RAILYARD_ARRAY_TASK_ID (spec.env); the fields that say so for
+  // the scheduler stay here, so an agent of an earlier version, which reads specs strictly, launches it too.
+  spec.erase("array_job");
+  spec.erase("array_task");
   send_to_node(node, {{"type", "launch"},
                       {"v", 1},
                       {"alloc", alloc},
