@@ -62,7 +62,8 @@ std::string array_progress(const Json& job) {
 // "train[7]" for task 7 of an array, the name otherwise.
 std::string name_cell(const Json& job) {
   std::string name = job.value("name", "");
-  if (job.contains("array_task") && job["array_task"].is_number()) name += "[" + cell(job["array_task"]) + "]";
+  if (job.contains("array_task") && job["array_task"].is_number())
+    name += "[" + cell(job["array_task"]) + "]";
   return name;
 }
 
@@ -126,7 +127,8 @@ void add_queue_command(CLI::App& app) {
         return s;
       });
   cmd->add_flag("-a,--all", o->all, "Finished jobs too");
-  cmd->add_option("--array", o->array, "Only the tasks of this array (its job id)")->check(CLI::PositiveNumber);
+  cmd->add_option("--array", o->array, "Only the tasks of this array (its job id)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "The API's JSON: {\"jobs\": [...]}");
   add_server_options(*cmd, o->server);
   cmd->footer(R"(Examples:

@@ -151,9 +151,10 @@ void add_submit_command(CLI::App& app) {
   cmd->add_option("--project", o->project, "Project (account) charged (default: your user)");
   cmd->add_option("--target", o->target, "Quality target for time-to-train, METRIC=VALUE (accuracy=0.95)");
   cmd->add_option("--workdir", o->workdir, "Folder the job starts in (default: the current folder)");
-  cmd->add_option("--array", o->array,
-                  "An array of tasks, one job each, e.g. 0-99, 1,3,5-9, 0-98:2, 0-999%16 (at most 16 at once); "
-                  "each task finds its index in RAILYARD_ARRAY_TASK_ID");
+  cmd->add_option(
+      "--array", o->array,
+      "An array of tasks, one job each, e.g. 0-99, 1,3,5-9, 0-98:2, 0-999%16 (at most 16 at once); "
+      "each task finds its index in RAILYARD_ARRAY_TASK_ID");
   cmd->add_flag("--requeue", o->requeue, "Requeue the job after a failure or a node failure");
   cmd->add_flag("--wait", o->wait, "Wait until the job ends and exit with its exit code");
   add_server_options(*cmd, o->server);

@@ -10,7 +10,8 @@ namespace {
 
 Result<int> index_of(std::string_view s, std::string_view part) {
   auto v = parse_digits(s);
-  if (!v) return invalid("array " + in_quotes(part) + ": " + in_quotes(s) + " is not a task index (0 or more)");
+  if (!v)
+    return invalid("array " + in_quotes(part) + ": " + in_quotes(s) + " is not a task index (0 or more)");
   if (*v > kMaxArrayIndex)
     return invalid("array " + in_quotes(part) + ": index " + std::string(s) + " is above " +
                    std::to_string(kMaxArrayIndex));
@@ -92,8 +93,7 @@ Result<ArraySpec> parse_array_spec(std::string_view text) {
     if (!r) return r.error();
     total += r->size();
     if (total > kMaxArrayTasks)
-      return invalid("array " + in_quotes(text) + ": more than " + std::to_string(kMaxArrayTasks) +
-                     " tasks");
+      return invalid("array " + in_quotes(text) + ": more than " + std::to_string(kMaxArrayTasks) + " tasks");
     a.ranges.push_back(*r);
     if (comma == std::string_view::npos) break;
     list = list.substr(comma + 1);

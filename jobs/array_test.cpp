@@ -108,7 +108,8 @@ TEST(ArraySpec, TheSpecFieldReadsWritesAndIsCheckedForBatchJobsOnly) {
   ASSERT_FALSE(bad_text);
   EXPECT_NE(bad_text.error().message.find("backwards"), std::string::npos) << bad_text.error().message;
 
-  auto service = parse_job_spec_text(R"({"user": "ada", "kind": "service", "gpus": 1, "time_limit": 0, "array": "0-3"})");
+  auto service = parse_job_spec_text(
+      R"({"user": "ada", "kind": "service", "gpus": 1, "time_limit": 0, "array": "0-3"})");
   ASSERT_TRUE(service);
   auto v = validate_spec(*service);
   ASSERT_FALSE(v);

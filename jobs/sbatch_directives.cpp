@@ -258,10 +258,9 @@ void finish_import(std::string_view script, ImportState& st) {
                               " applies");
   spec.launcher = Launcher::kNone;
   // A task of an array finds its index under Slurm's names too (Railyard's: RAILYARD_ARRAY_TASK_ID).
-  const std::string prelude =
-      spec.array ? "export SLURM_ARRAY_JOB_ID=\"$RAILYARD_ARRAY_JOB_ID\" "
-                   "SLURM_ARRAY_TASK_ID=\"$RAILYARD_ARRAY_TASK_ID\"\n"
-                 : "";
+  const std::string prelude = spec.array ? "export SLURM_ARRAY_JOB_ID=\"$RAILYARD_ARRAY_JOB_ID\" "
+                                           "SLURM_ARRAY_TASK_ID=\"$RAILYARD_ARRAY_TASK_ID\"\n"
+                                         : "";
   spec.command = {"/bin/bash", "-c", prelude + std::string(script)};
 }
 

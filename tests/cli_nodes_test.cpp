@@ -205,8 +205,9 @@ TEST(CliUp, FourNodesWithAgentsComeUpAndAJobRuns) {
   EXPECT_EQ(logs.out, "rank 1 of 2\n") << logs.err;
 
   // An array: one submit, six tasks at most two at a time, each with its index; the array ends COMPLETED.
-  auto array = run_cli(RAILYARD_BIN, {"submit", "--gpus", "1", "--array", "0-10:2%2", "--wait", "--", "/bin/sh", "-c",
-                                      "echo task $RAILYARD_ARRAY_TASK_ID of $RAILYARD_ARRAY_JOB_ID"},
+  auto array = run_cli(RAILYARD_BIN,
+                       {"submit", "--gpus", "1", "--array", "0-10:2%2", "--wait", "--", "/bin/sh", "-c",
+                        "echo task $RAILYARD_ARRAY_TASK_ID of $RAILYARD_ARRAY_JOB_ID"},
                        env);
   EXPECT_EQ(array.code, 0) << array.err;
   const std::string array_id = trimmed(array.out);
@@ -218,16 +219,18 @@ TEST(CliUp, FourNodesWithAgentsComeUpAndAJobRuns) {
     EXPECT_EQ(t["array_job"], std::stoi(array_id));
     indexes.insert(t["array_task"].get<int>());
     auto out = run_cli(RAILYARD_BIN, {"logs", std::to_string(t["id"].get<int>())}, env);
-    EXPECT_EQ(out.out, "task " + std::to_string(t["array_task"].get<int>()) + " of " + array_id + "\n") << out.err;
+    EXPECT_EQ(out.out, "task " + std::to_string(t["array_task"].get<int>()) + " of " + array_id + "\n")
+        << out.err;
   }
   EXPECT_EQ(indexes, (std::set<int>{0, 2, 4, 6, 8, 10}));
   auto shown = run_cli(RAILYARD_BIN, {"show", array_id}, env);
   EXPECT_NE(shown.out.find("array 0-10:2%2: 0 active, 6 ended of 6"), std::string::npos) << shown.out;
-  // A task that fails makes the array FAILED, and --wait says so in its exit code.
-  auto failing = run_cli(RAILYARD_BIN, {"submit", "--gpus", "1", "--array", "0-2", "--wait", "--", "/bin/sh", "-c",
-                                        "test $RAILYARD_ARRAY_TASK_ID != 1"},
+  // A task that fails makes the array FAILED, and --wait exits with the highest exit code of its tasks.
+  auto failing = run_cli(RAILYARD_BIN,
+                         {"submit", "--gpus", "1", "--array", "0-2", "--wait", "--", "/bin/sh", "-c",
+                          "test $RAILYARD_ARRAY_TASK_ID != 1 || exit 3"},
                          env);
-  EXPECT_EQ(failing.code, 1) << failing.err;
+  EXPECT_EQ(failing.code, 3) << failing.err;
   EXPECT_NE(failing.err.find("FAILED: 1 of 3 tasks did not complete"), std::string::npos) << failing.err;
 
   const auto pids = recorded_pids(dir);

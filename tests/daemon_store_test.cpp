@@ -568,7 +568,8 @@ struct ArrayWorld {
     daemon::Loop fake{
         [this](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
         [this](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
-    svc = std::make_unique<daemon::Service>(*cluster, std::move(*st), std::move(fake), [this] { return now; });
+    svc =
+        std::make_unique<daemon::Service>(*cluster, std::move(*st), std::move(fake), [this] { return now; });
     ASSERT_TRUE(svc->open());
     loop.run();
   }
@@ -595,13 +596,14 @@ struct ArrayWorld {
   const daemon::ArrayProgress& progress(jobs::JobId id) { return *svc->table().array(id); }
   std::vector<jobs::JobId> tasks(jobs::JobId array) { return progress(array).tasks; }
   // Ends tasks as the agent hub would (one commit), then lets the passes run.
-  void end(const std::vector<jobs::JobId>& ids, JobState state) {
+  void end(const std::vector<jobs::JobId>& ids, JobState state, std::optional<int> exit_code = {}) {
     store::WriteBatch b;
     b.durability = store::Durability::kWritten;
     for (jobs::JobId id : ids) {
       JobRecord r = job(id);
       r.state = state;
       r.end_time = now;
+      r.exit_code = exit_code;
       b.updates.push_back(r);
     }
     ASSERT_TRUE(svc->commit(b));
@@ -627,7 +629,8 @@ TEST(ServiceArrays, AnArrayIsOneRecordAndItsTasksComeAWindowAtATime) {
   ASSERT_EQ(a, 1);
   EXPECT_EQ(w.svc->stats().submits_total, 1);  // the submit stored one record
   EXPECT_EQ(w.job(a).state, JobState::kPending);
-  // The first pass created the first three tasks (the "%3") and placed them; the array itself is never placed.
+  // The first pass created the first three tasks (the "%3") and placed them; the array itself is never
+  // placed.
   ASSERT_EQ(w.tasks(a), (std::vector<jobs::JobId>{2, 3, 4}));
   EXPECT_EQ(w.indexes(a), (std::vector<int>{10, 11, 12}));
   EXPECT_EQ(w.count(a, JobState::kStarting), 3u);
@@ -643,7 +646,7 @@ TEST(ServiceArrays, AnArrayIsOneRecordAndItsTasksComeAWindowAtATime) {
   w.end({2}, JobState::kCompleted);  // one ends: one more is created
   EXPECT_EQ(w.indexes(a), (std::vector<int>{10, 11, 12, 13}));
   EXPECT_EQ(w.progress(a).active, 3);
-  w.end({3}, JobState::kFailed);
+  w.end({3}, JobState::kFailed, 3);
   EXPECT_EQ(w.progress(a).failed, 1);
   EXPECT_EQ(w.progress(a).completed, 1);
   while (w.progress(a).active > 0) {
@@ -656,12 +659,14 @@ TEST(ServiceArrays, AnArrayIsOneRecordAndItsTasksComeAWindowAtATime) {
   EXPECT_EQ(w.indexes(a), (std::vector<int>{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}));
   EXPECT_EQ(w.job(a).state, JobState::kFailed);  // one task failed
   EXPECT_EQ(w.job(a).reason, "1 of 10 tasks did not complete");
+  EXPECT_EQ(w.job(a).exit_code, 3);  // the highest of its tasks', as sbatch --wait gives
   EXPECT_EQ(w.job(a).end_time, w.now);
   EXPECT_FALSE(w.svc->table().has_open_arrays());
 
   const jobs::JobId b = w.submit_array("0-1");
-  w.end(w.tasks(b), JobState::kCompleted);
+  w.end(w.tasks(b), JobState::kCompleted, 0);
   EXPECT_EQ(w.job(b).state, JobState::kCompleted);
+  EXPECT_EQ(w.job(b).exit_code, 0);
   EXPECT_EQ(w.job(b).reason, "");
 }
 

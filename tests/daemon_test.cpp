@@ -118,7 +118,8 @@ TEST_F(DaemonTest, ArraysOverTheApi) {
   EXPECT_EQ(array["state"], "PENDING");
   EXPECT_TRUE(array["nodes"].empty());
   EXPECT_EQ(array["spec"]["array"], "0-3");
-  EXPECT_EQ(array["array_tasks"], json({{"total", 4}, {"created", 4}, {"active", 4}, {"completed", 0}, {"failed", 0}}));
+  EXPECT_EQ(array["array_tasks"],
+            json({{"total", 4}, {"created", 4}, {"active", 4}, {"completed", 0}, {"failed", 0}}));
   const std::string metrics = c.request("GET", "/metrics").body;
   EXPECT_NE(metrics.find("railyard_array_tasks_total 4\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("railyard_submits_total 1\n"), std::string::npos) << metrics;
@@ -505,7 +506,9 @@ TEST_F(DaemonTest, AnArrayGoesOnAfterKill9WithoutRepeatingAnIndex) {
   auto again = start();
   c = std::make_unique<HttpClient>(again->port());
   EXPECT_EQ(created(), 64);
-  auto tasks = [&] { return c->request("GET", "/api/v1/jobs?limit=10000&array=" + std::to_string(id)).json()["jobs"]; };
+  auto tasks = [&] {
+    return c->request("GET", "/api/v1/jobs?limit=10000&array=" + std::to_string(id)).json()["jobs"];
+  };
   int ended = 0;
   for (const auto& t : tasks()) {  // ending five tasks makes room for five more
     if (ended == 5) break;

@@ -63,7 +63,8 @@ void WatchHub::on_batch(const store::WriteBatch& b) {
   // A task's change changes its array's progress (array_tasks) too. Updates carry no spec: look it up.
   for (const auto& list : {&b.inserts, &b.updates})
     for (const auto& r : *list)
-      if (const auto* cur = table.find(r.id); cur && cur->spec.array_job != 0) ids.insert(cur->spec.array_job);
+      if (const auto* cur = table.find(r.id); cur && cur->spec.array_job != 0)
+        ids.insert(cur->spec.array_job);
   for (jobs::JobId id : ids) {
     const auto* r = table.find(id);
     if (!r) continue;

@@ -214,6 +214,11 @@ void count_task(ArrayProgress& a, JobState state, int64_t sign) {
     a.failed += sign;
 }
 
+void note_exit(ArrayProgress& a, const JobRecord& task) {
+  if (jobs::is_terminal(task.state) && task.exit_code)
+    a.max_exit = std::max(a.max_exit.value_or(0), *task.exit_code);
+}
+
 }  // namespace
 
 void JobTable::apply(const WriteBatch& batch) {
@@ -240,6 +245,7 @@ void JobTable::apply(const WriteBatch& batch) {
       ArrayProgress& a = arrays_[r.spec.array_job];
       a.tasks.push_back(r.id);
       count_task(a, r.state, 1);
+      note_exit(a, r);
     }
   }
   for (const auto& r : batch.updates) {
@@ -252,6 +258,7 @@ void JobTable::apply(const WriteBatch& batch) {
       ArrayProgress& a = arrays_[parent];
       count_task(a, before, -1);
       count_task(a, r.state, 1);
+      note_exit(a, r);
     }
   }
   for (const auto& n : batch.nodes) {
@@ -491,9 +498,9 @@ WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
         t.spec.env["RAILYARD_ARRAY_JOB_ID"] = std::to_string(id);
         t.spec.env["RAILYARD_ARRAY_TASK_ID"] = std::to_string(t.spec.array_task);
         t.submit_time = parent.submit_time;  // its place in the queue is the array's
-        b.events.push_back({job_subject(t.id), now, "scheduler",
-                            "submitted: task " + std::to_string(t.spec.array_task) + " of array " +
-                                std::to_string(id)});
+        b.events.push_back(
+            {job_subject(t.id), now, "scheduler",
+             "submitted: task " + std::to_string(t.spec.array_task) + " of array " + std::to_string(id)});
         b.inserts.push_back(std::move(t));
       }
       continue;
@@ -501,13 +508,15 @@ WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
     if (a.active > 0) continue;
     JobRecord r = parent;
     r.state = a.failed == 0 ? JobState::kCompleted : JobState::kFailed;
+    r.exit_code = a.max_exit;
     r.end_time = now;
     r.estimated_start.reset();
-    r.reason = a.failed == 0 ? "" : std::to_string(a.failed) + " of " + std::to_string(a.total) +
-                                        " tasks did not complete";
-    b.events.push_back({job_subject(id), now, "scheduler",
-                        "ended: " + std::to_string(a.completed) + " of " + std::to_string(a.total) +
-                            " tasks completed"});
+    r.reason = a.failed == 0
+                   ? ""
+                   : std::to_string(a.failed) + " of " + std::to_string(a.total) + " tasks did not complete";
+    b.events.push_back(
+        {job_subject(id), now, "scheduler",
+         "ended: " + std::to_string(a.completed) + " of " + std::to_string(a.total) + " tasks completed"});
     b.updates.push_back(std::move(r));
   }
   return b;

@@ -36,6 +36,7 @@ struct ArrayProgress {
   int64_t total = 0;                  // tasks in the array
   int64_t active = 0;                 // created tasks not ended (PENDING, HELD, STARTING, RUNNING)
   int64_t completed = 0, failed = 0;  // created tasks that ended COMPLETED / in another end state
+  std::optional<int> max_exit;        // the highest exit code of an ended task (the array's own, as sbatch's)
   std::vector<JobId> tasks;           // created tasks, in the array's order
   int64_t created() const { return static_cast<int64_t>(tasks.size()); }
 };

@@ -144,8 +144,9 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who) const {
     return Error{ErrorCode::kPermission, "user " + who.user + " may not submit jobs as " + spec.user};
   if (spec.project.empty()) spec.project = spec.user;
   if (spec.array_job != 0 || spec.array_task != -1)
-    return invalid("array_job, array_task: set by the scheduler on the tasks it creates for an array; "
-                   "submit the array with \"array\" instead");
+    return invalid(
+        "array_job, array_task: set by the scheduler on the tasks it creates for an array; "
+        "submit the array with \"array\" instead");
   return jobs::validate_against_cluster(spec, table_.cluster());
 }
 

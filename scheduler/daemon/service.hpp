@@ -26,8 +26,9 @@
 // In the daemon a large submit commit (kSubmitThreadMinJobs jobs or more) runs off the loop too
 // (commit_submits_on_thread), on a second connection: the loop parses and validates the next requests while
 // SQLite writes and fsyncs. One commit is in flight at a time; submits that arrive meanwhile wait in the
-// queue and form the next one, which starts as soon as the last is done. Smaller commits stay on the loop. A job enters the table, and its caller hears back, only once it is on disk.
-// The loop's own commits (actions, passes, agents) wait on SQLite's lock while a submit commit writes.
+// queue and form the next one, which starts as soon as the last is done. Smaller commits stay on the loop. A
+// job enters the table, and its caller hears back, only once it is on disk. The loop's own commits (actions,
+// passes, agents) wait on SQLite's lock while a submit commit writes.
 //
 // Arrays: an array is submitted (and synced) as one job record; each pass first creates its next tasks as
 // jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
