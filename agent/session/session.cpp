@@ -54,6 +54,9 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     n->dir = o.state_dir / "nodes" / name;
     n->inventory = std::move(*inventory);
     fs::create_directories(n->dir, ec);
+    // Before adoption: the mpirun of a job that is adopted still runs, so its directory stays.
+    if (const size_t stale = remove_stale_mpi_sessions(n->dir / "ompi"); stale > 0)
+      s->log("removed " + std::to_string(stale) + " Open MPI session directories of ended runs on " + name);
     n->allocs_store = std::make_shared<AllocStore>(n->dir);
     LauncherOptions lo;
     lo.state_dir = n->dir;
