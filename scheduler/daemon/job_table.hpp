@@ -109,8 +109,7 @@ class JobTable {
     size_t stale = 0;
   };
   PlanChanges plan_changes(const sched::Plan& plan, int64_t now) const;
-  // Arrays by id, and the arrays still open (not ended).
-  const std::map<JobId, ArrayProgress>& arrays() const { return arrays_; }
+  // An array's progress (null for a job that is not an array), and whether any array is still open.
   const ArrayProgress* array(JobId id) const;
   bool has_open_arrays() const { return !open_arrays_.empty(); }
   // How many unended tasks array `spec` keeps created (see kMinArrayWindow).
