@@ -56,7 +56,6 @@ void check_kind_and_limits(const JobSpec& s, Problems& p) {
     p.push_back(field_eq("replicas", s.replicas) + ": only services have replicas (a batch job has 1)");
   if (s.array && s.kind != JobKind::kBatch)
     p.push_back("array: only batch jobs come in arrays (a service scales with replicas)");
-  if (s.array && s.array_job != 0) p.push_back("array: a task of an array cannot be an array itself");
   if (s.time_limit_s < 0)
     p.push_back(field_eq("time_limit", s.time_limit_s) + ": must be >= 0 seconds (0 means no limit)");
   else if (s.time_limit_s > kMaxTimeLimitS)

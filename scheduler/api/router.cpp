@@ -291,6 +291,8 @@ HttpResponse Router::list_jobs(const Route& route) {
       return error_response(400, "invalid_argument", "order=" + *v + ": must be asc or desc");
     desc = *v == "desc";
   }
+  // An array's tasks come after it (their ids are taken when they are created): the rows before it are skipped.
+  if (array != 0) after = std::max(after, array);
   const auto& table = service_.table();
   const auto& all = table.jobs();
   json out = json::array();
