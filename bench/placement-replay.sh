@@ -43,6 +43,7 @@ while getopts "b:N:l:s:j:g:c:L:m:t:w:T:u:" opt; do
 done
 WORK=${WORK:-$(mktemp -d /tmp/placement-replay.XXXXXX)}
 export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$PATH
+"$here/slurm/install.sh"  # sbatch, slurmctld, munge when missing (apt)
 for p in railyard railyard-scheduler railyard-agent sbatch squeue slurmctld curl jq; do
   command -v "$p" >/dev/null || { echo "placement-replay: $p not found (build $BUILD?)" >&2; exit 3; }
 done

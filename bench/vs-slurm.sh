@@ -35,6 +35,7 @@ done
 SINGLE_SIZES=${SINGLE_SIZES:-$SIZES}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "vs-slurm: -r takes a count of runs (1, 2, ...), not '$RUNS'" >&2; exit 2; }
 export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
+"$here/slurm/install.sh"  # sbatch, slurmctld, munge when missing (apt)
 for p in railyard railyard-scheduler railyard-agent sbatch slurmctld curl; do
   command -v "$p" >/dev/null || { echo "vs-slurm: $p not found (build $BUILD?)" >&2; exit 3; }
 done
@@ -60,6 +61,10 @@ slurm_single() { for ((i = 0; i < $1; i++)); do sbatch -Q --gres=gpu:1 -o /dev/n
 slurm_bulk() { sbatch -Q --gres=gpu:1 -o /dev/null --array="1-$1" --wrap true; }
 ry_single() { for ((i = 0; i < $1; i++)); do railyard submit --gpus 1 -- true >/dev/null; done; }
 ry_bulk() { railyard submit --gpus 1 --array "1-$1" -- true >/dev/null; }
+# The floor under any CLI's figure: the same loop (or single call) starting /bin/true, which does nothing.
+# Neither system can submit faster than this; Slurm's time over it is the highest ratio a CLI could reach.
+floor_single() { for ((i = 0; i < $1; i++)); do /bin/true; done; }
+floor_bulk() { /bin/true; }
 
 RESULTS=$WORK/results.tsv
 printf 'system\tform\tN\trun\tsubmit_s\tsubmit_jobs_per_s\te2e_s\te2e_jobs_per_s\tsched_cpu_s\tcpu_ms_per_job\tpeak_rss_mb\n' > "$RESULTS"
@@ -67,25 +72,34 @@ measure() {  # measure SYSTEM FORM N RUN PID SUBMIT_FN ACTIVE_FN
   local sys=$1 form=$2 n=$3 run=$4 pid=$5 submit=$6 active=$7 c0 t0 t1 e2e c1
   settle  # the previous run's leftovers (Slurm's step daemons) must not land on this one
   reset_hwm "$pid"
-  c0=$(cpu_s "$pid"); t0=$(now)
+  c0=$(cpu_s "$pid"); stamp t0
   "$submit" "$n" || log "$sys $form $n: submitting failed"
-  t1=$(now)
+  stamp t1
   e2e=$(wait_drained "$active" "$t0" "$E2E_TIMEOUT")
   c1=$(cpu_s "$pid")
   awk -v s="$sys" -v f="$form" -v n="$n" -v r="$run" -v t0="$t0" -v t1="$t1" -v e="$e2e" -v c0="$c0" -v c1="$c1" -v m="$(hwm_mb "$pid")" '
     BEGIN { sub_s = t1 - t0; cpu = c1 - c0
-      printf "%s\t%s\t%d\t%d\t%.2f\t%.0f\t%s\t%s\t%.2f\t%.2f\t%d\n", s, f, n, r, sub_s, n / sub_s, e,
+      printf "%s\t%s\t%d\t%d\t%.4f\t%.0f\t%s\t%s\t%.2f\t%.2f\t%d\n", s, f, n, r, sub_s, n / sub_s, e,
         (e == "timeout" ? "-" : sprintf("%.0f", n / e)), cpu, 1000 * cpu / n, m }' | tee -a "$RESULTS" >&2
+}
+measure_floor() {  # measure_floor FORM N RUN: the floor_FORM loop's wall time, as a "floor" row
+  local t0 t1
+  settle
+  stamp t0; "floor_$1" "$2"; stamp t1
+  awk -v f="$1" -v n="$2" -v r="$3" -v t0="$t0" -v t1="$t1" 'BEGIN {
+    printf "floor\t%s\t%d\t%d\t%.4f\t%.0f\t-\t-\t-\t-\t-\n", f, n, r, t1 - t0, n / (t1 - t0) }' | tee -a "$RESULTS" >&2
 }
 for n in $SINGLE_SIZES; do
   [[ $n == none ]] && continue
   for ((run = 1; run <= RUNS; run++)); do
+    measure_floor single "$n" "$run"
     measure slurm single "$n" "$run" "$CTLD" slurm_single slurm_active
     measure railyard single "$n" "$run" "$SCHED" ry_single ry_active
   done
 done
 for n in $SIZES; do
   for ((run = 1; run <= RUNS; run++)); do
+    measure_floor bulk "$n" "$run"
     measure slurm bulk "$n" "$run" "$CTLD" slurm_bulk slurm_active
     measure railyard bulk "$n" "$run" "$SCHED" ry_bulk ry_active
   done
@@ -136,6 +150,14 @@ awk -F'\t' '
         fmt(median(sub_, "slurm", k, n), 0), fmt(median(sub_, "railyard", k, n), 0), ratios(sub_, k, n, 1),
         fmt(median(e2e, "slurm", k, n), 0), fmt(median(e2e, "railyard", k, n), 0), ratios(e2e, k, n, 1),
         fmt(median(cpu, "slurm", k, n), 2), fmt(median(cpu, "railyard", k, n), 2), ratios(cpu, k, n, 0),
-        fmt(median(mem, "slurm", k, n), 0), fmt(median(mem, "railyard", k, n), 0) } }' "$RESULTS"
-echo "(ratios: Railyard over Slurm for jobs/s; Slurm over Railyard for CPU per job, so > 1x favours Railyard)"
+        fmt(median(mem, "slurm", k, n), 0), fmt(median(mem, "railyard", k, n), 0) }
+    # The ceiling on a submit ratio: a CLI call costs at least a process start (the floor rows).
+    printf "\n| form | N | floor (/bin/true) calls/s | Slurm submit jobs/s | highest reachable ratio | Railyard ratio |\n"
+    printf "|---|---|---|---|---|---|\n"
+    for (i = 1; i <= nk; i++) { k = keys[i]; n = runs[k]; split(k, p, "\t")
+      f = median(sub_, "floor", k, n); sl = median(sub_, "slurm", k, n); ry = median(sub_, "railyard", k, n)
+      printf "| %s | %s | %s | %s | %s | %s |\n", p[1], p[2],
+        (f == "-" ? "-" : sprintf("%.0f", (p[1] == "bulk" ? f / p[2] : f))), fmt(sl, 0), ratio(f, sl), ratio(ry, sl) } }' "$RESULTS"
+echo "(ratios: Railyard over Slurm for jobs/s; Slurm over Railyard for CPU per job, so > 1x favours Railyard."
+echo " Floor: the same loop starting /bin/true instead of the CLI; bulk: one call, so its rate is calls/s.)"
 log "raw figures in $RESULTS"

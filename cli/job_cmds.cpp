@@ -194,6 +194,15 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
   row("started", format_time(job["start_time"]));
   row("ended", format_time(job["end_time"]));
   if (job.contains("reason") && job["reason"].is_string()) row("reason", job["reason"].get<std::string>());
+  if (job.contains("spec")) {  // "afterok:12, afterany:40" as the user wrote them
+    std::string deps;
+    const Json& spec = job["spec"];
+    if (spec.contains("afterok") && spec["afterok"].is_array())
+      for (const auto& id : spec["afterok"]) deps += (deps.empty() ? "" : ", ") + ("afterok:" + cell(id));
+    if (spec.contains("after") && spec["after"].is_array())
+      for (const auto& d : spec["after"]) deps += (deps.empty() ? "" : ", ") + cell(d);
+    if (!deps.empty()) row("depends on", deps);
+  }
   if (auto a = array_progress(job); !a.empty()) row("array", a);
   if (job.contains("array_job") && job["array_job"].is_number())
     row("array", "task " + cell(job["array_task"]) + " of array " + cell(job["array_job"]));

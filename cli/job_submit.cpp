@@ -24,6 +24,7 @@ struct SubmitOptions {
   int nodes = 0;
   int gpus_per_node = 0;
   std::string name, time, qos, launcher, gpu_type, target, project, workdir, array;
+  std::vector<std::string> dependency;  // one per -d; all must hold
   bool requeue = false;
   bool wait = false;
   double poll_s = 1.0;
@@ -103,6 +104,13 @@ Json build_spec(const SubmitOptions& o, const CLI::App& cmd) {
   if (!o.target.empty()) spec["target"] = parse_target(o.target);
   if (o.requeue) spec["requeue"] = true;
   if (!o.array.empty()) spec["array"] = o.array;
+  if (!o.dependency.empty()) {  // joins a job file's own (all must hold)
+    std::string deps = spec.contains("dependency") && spec["dependency"].is_string()
+                           ? spec["dependency"].get<std::string>()
+                           : "";
+    for (const auto& d : o.dependency) deps += (deps.empty() ? "" : ",") + d;
+    spec["dependency"] = deps;
+  }
   if (!o.workdir.empty()) spec["workdir"] = fs::absolute(o.workdir).string();
   else if (!spec.contains("workdir") && !command.empty()) spec["workdir"] = fs::current_path().string();
   if (sized && command.empty() && !spec.contains("command"))
@@ -155,6 +163,12 @@ void add_submit_command(CLI::App& app) {
       "--array", o->array,
       "An array of tasks, one job each, e.g. 0-99, 1,3,5-9, 0-98:2, 0-999%16 (at most 16 at once); "
       "each task finds its index in RAILYARD_ARRAY_TASK_ID");
+  cmd->add_option(
+         "--dependency,-d", o->dependency,
+         "Start only after other jobs, Slurm's syntax: afterok:12 (completed), afterany:12 (ended), "
+         "afternotok:12 (ended otherwise), afterok:12_3 (task 3 of array 12), aftercorr:12 (each task "
+         "after the same task of array 12); comma-separated or repeated, all must hold")
+      ->allow_extra_args(false);
   cmd->add_flag("--requeue", o->requeue, "Requeue the job after a failure or a node failure");
   cmd->add_flag("--wait", o->wait, "Wait until the job ends and exit with its exit code");
   add_server_options(*cmd, o->server);
@@ -167,6 +181,8 @@ Examples:
   railyard submit train.sbatch          # a Slurm script: #SBATCH lines imported, warnings on stderr
   railyard submit --gpus 1 --wait -- python eval.py && echo passed
   railyard submit --gpus 1 --array 0-99%8 -- ./sweep.sh   # 100 tasks, 8 at a time; one id for all
+  railyard submit --gpus 8 --array 0-99 -d aftercorr:41 -- ./train.sh   # task i after task i of 41
+  railyard submit --gpus 1 -d afterany:41 -- ./cleanup.sh               # after 41 ended, however
 
 Exit codes: 0 submitted (with --wait: the job's exit code), 1 failure or scheduler unreachable,
 2 bad arguments or job spec, 3 not allowed (token).)");

@@ -60,6 +60,16 @@ int ArraySpec::index_at(int64_t position) const {
   return -1;
 }
 
+std::optional<int64_t> ArraySpec::position_of(int index) const {
+  int64_t base = 0;
+  for (const auto& r : ranges) {
+    if (index >= r.first && index <= r.last && (index - r.first) % r.step == 0)
+      return base + (index - r.first) / r.step;
+    base += r.size();
+  }
+  return std::nullopt;
+}
+
 std::string ArraySpec::text() const {
   std::string out;
   for (const auto& r : ranges) {

@@ -35,6 +35,8 @@ struct ArraySpec {
   int64_t size() const;
   // The index of the task at `position` (0 <= position < size()), in the order given.
   int index_at(int64_t position) const;
+  // Where task `index` is in the order given (index_at's inverse); nullopt when the array has no such task.
+  std::optional<int64_t> position_of(int index) const;
   // Canonical text: parse_array_spec(text()) == *this.
   std::string text() const;
   bool operator==(const ArraySpec&) const = default;

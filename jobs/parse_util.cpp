@@ -121,39 +121,78 @@ bool is_valid_utf8(std::string_view s) {
 
 namespace {
 
-Status append_afterok_ids(std::string_view ids, std::vector<JobId>& out) {
-  if (ids.empty()) return invalid("afterok needs at least one job id, e.g. \"afterok:12\"");
-  size_t start = 0;
-  while (start <= ids.size()) {
-    size_t colon = std::min(ids.find(':', start), ids.size());
-    std::string_view id = ids.substr(start, colon - start);
-    auto v = parse_digits(id);
-    if (!v || *v <= 0) return invalid("job id " + in_quotes(id) + " is not a positive integer");
-    if (std::find(out.begin(), out.end(), *v) == out.end()) out.push_back(*v);
-    start = colon + 1;
-  }
-  return ok();
+// "12" or "12_3" (task 3 of array 12) after a dependency type.
+Result<Dependency> parse_target(Dependency::Type type, std::string_view text) {
+  Dependency d;
+  d.type = type;
+  if (text.find('+') != std::string_view::npos)
+    return invalid(in_quotes(text) + ": \"+MINUTES\" (a delay after the job) is not supported");
+  const size_t us = text.find('_');
+  std::string_view job = text.substr(0, us);
+  auto id = parse_digits(job);
+  if (!id || *id <= 0) return invalid("job id " + in_quotes(job) + " is not a positive integer");
+  d.job = *id;
+  if (us == std::string_view::npos) return d;
+  if (type == Dependency::Type::kAfterCorr)
+    return invalid("aftercorr takes a whole array (aftercorr:" + std::to_string(d.job) + "), not one task (" +
+                   in_quotes(text) + ")");
+  std::string_view task = text.substr(us + 1);
+  auto index = parse_digits(task);
+  if (!index || *index > kMaxArrayIndex)
+    return invalid("task index " + in_quotes(task) + " in " + in_quotes(text) +
+                   " is not an integer from 0 to " + std::to_string(kMaxArrayIndex));
+  d.task = static_cast<int>(*index);
+  return d;
+}
+
+Result<Dependency::Type> parse_type(std::string_view type) {
+  if (auto t = parse_dependency_type(type)) return *t;
+  return invalid("dependency type " + in_quotes(type) +
+                 " is not supported (afterok, afterany, afternotok and aftercorr are)");
 }
 
 }  // namespace
 
-Result<std::vector<JobId>> parse_dependency(std::string_view s) {
+Result<Dependencies> parse_dependency(std::string_view s) {
   if (s.find('?') != std::string_view::npos)
     return invalid("\"?\" (any of) is not supported: every dependency must hold");
-  std::vector<JobId> ids;
+  Dependencies out;
   size_t start = 0;
   while (start <= s.size()) {
     size_t comma = std::min(s.find(',', start), s.size());
     std::string_view item = trim(s.substr(start, comma - start));
-    size_t colon = item.find(':');
-    std::string_view type = item.substr(0, colon);
-    if (type != "afterok")
-      return invalid("only afterok is supported, got " + in_quotes(type) + " (write \"afterok:ID[:ID...]\")");
-    Status st = append_afterok_ids(colon == std::string_view::npos ? "" : item.substr(colon + 1), ids);
-    if (!st) return st.error();
     start = comma + 1;
+    size_t colon = item.find(':');
+    auto type = parse_type(item.substr(0, colon));
+    if (!type) return type.error();
+    if (colon == std::string_view::npos || colon + 1 == item.size())
+      return invalid(std::string(to_string(*type)) + " needs at least one job id, e.g. \"" +
+                     std::string(to_string(*type)) + ":12\"");
+    std::string_view ids = item.substr(colon + 1);
+    size_t from = 0;
+    while (from <= ids.size()) {
+      size_t next = std::min(ids.find(':', from), ids.size());
+      auto d = parse_target(*type, ids.substr(from, next - from));
+      if (!d) return d.error();
+      from = next + 1;
+      if (d->type == Dependency::Type::kAfterOk && d->task < 0) {
+        if (std::find(out.afterok.begin(), out.afterok.end(), d->job) == out.afterok.end())
+          out.afterok.push_back(d->job);
+      } else if (std::find(out.after.begin(), out.after.end(), *d) == out.after.end()) {
+        out.after.push_back(*d);
+      }
+    }
   }
-  return ids;
+  return out;
+}
+
+Result<Dependency> parse_one_dependency(std::string_view s) {
+  const size_t colon = s.find(':');
+  if (colon == std::string_view::npos)
+    return invalid(in_quotes(s) + ": expected TYPE:JOB, e.g. \"afterany:40\" or \"afterok:12_3\"");
+  auto type = parse_type(s.substr(0, colon));
+  if (!type) return type.error();
+  return parse_target(*type, s.substr(colon + 1));
 }
 
 }  // namespace railyard::jobs

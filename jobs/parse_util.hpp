@@ -36,9 +36,19 @@ std::string join(std::span<const std::string> parts, std::string_view sep);
 // True when the bytes are well-formed UTF-8 (no overlongs, no surrogates).
 bool is_valid_utf8(std::string_view s);
 
-// Slurm's dependency syntax, afterok only: "afterok:12:13", "afterok:12,afterok:13".
-// Errors: other dependency types ("afterany", "singleton", ...), "?" (any-of), ids that are not positive
-// integers (array "12_3" and "12+60" forms included), an empty list.
-Result<std::vector<JobId>> parse_dependency(std::string_view s);
+// Slurm's dependency syntax: comma-separated items, all of which must hold, each TYPE:JOB[:JOB...] where
+// TYPE is afterok, afterany, afternotok or aftercorr and JOB is a job id or ARRAY_INDEX (one task of an
+// array; not with aftercorr): "afterok:12:13", "afterany:40,afterok:12_3", "aftercorr:50".
+// afterok on whole jobs goes to `afterok`, the rest to `after`; duplicates are dropped.
+// Errors: other types ("after", "singleton", ...), "?" (any of), "+MINUTES", ids that are not positive
+// integers, task indexes above kMaxArrayIndex, an empty list.
+struct Dependencies {
+  std::vector<JobId> afterok;
+  std::vector<Dependency> after;
+};
+Result<Dependencies> parse_dependency(std::string_view s);
+// One dependency on one job or task, as Dependency::text() writes it ("afterany:40", "afterok:12_3"); also
+// "afterok:12". The JSON "after" list holds these.
+Result<Dependency> parse_one_dependency(std::string_view s);
 
 }  // namespace railyard::jobs

@@ -163,11 +163,14 @@ void on_qos(const Option& o, ImportState& st) {
 }
 
 void on_dependency(const Option& o, ImportState& st) {
-  auto ids = parse_dependency(*o.value);
-  if (!ids) return st.error(o, ids.error().message);
-  for (JobId id : *ids)
-    if (std::find(st.out.spec.afterok.begin(), st.out.spec.afterok.end(), id) == st.out.spec.afterok.end())
-      st.out.spec.afterok.push_back(id);
+  auto deps = parse_dependency(*o.value);
+  if (!deps) return st.error(o, deps.error().message);
+  auto& spec = st.out.spec;
+  for (JobId id : deps->afterok)
+    if (std::find(spec.afterok.begin(), spec.afterok.end(), id) == spec.afterok.end())
+      spec.afterok.push_back(id);
+  for (const Dependency& d : deps->after)
+    if (std::find(spec.after.begin(), spec.after.end(), d) == spec.after.end()) spec.after.push_back(d);
 }
 
 void on_array(const Option& o, ImportState& st) {

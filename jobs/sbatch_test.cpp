@@ -90,7 +90,7 @@ TEST(Sbatch, ImportsARealisticScript) {
 TEST(Sbatch, OptionForms) {
   auto r = parse_sbatch_script(
       "#!/bin/sh\n#SBATCH -N2 -t 30 -J 'two words' -G a100:16\n#SBATCH --account proj --qos=SCAVENGER\n"
-      "#SBATCH --chdir=/scratch -C \"nvme&ib\" -d afterok:5\necho hi\n");
+      "#SBATCH --chdir=/scratch -C \"nvme&ib\" -d afterok:5\n#SBATCH -d afterany:6_2,afterok:5\necho hi\n");
   ASSERT_TRUE(r) << r.error().message;
   const JobSpec& s = r->spec;
   EXPECT_EQ(s.nodes, 2);
@@ -102,7 +102,8 @@ TEST(Sbatch, OptionForms) {
   EXPECT_EQ(s.qos, Qos::kScavenger);
   EXPECT_EQ(s.workdir, "/scratch");
   EXPECT_EQ(s.features, (std::vector<std::string>{"nvme", "ib"}));
-  EXPECT_EQ(s.afterok, std::vector<JobId>{5});
+  EXPECT_EQ(s.afterok, std::vector<JobId>{5});  // given twice, kept once
+  EXPECT_EQ(s.after, (std::vector<Dependency>{{Dependency::Type::kAfterAny, 6, 2}}));
   EXPECT_TRUE(r->warnings.empty()) << all_warnings(*r);
 }
 
@@ -195,7 +196,9 @@ TEST(Sbatch, MalformedValuesNameTheLine) {
       {"#SBATCH --gres=gpu:h100:x", "line 1: --gres=gpu:h100:x: expected gpu[:TYPE][:COUNT]"},
       {"#SBATCH --gpus=h100:", "line 1: --gpus=h100:: expected [TYPE:]COUNT"},
       {"#SBATCH --gpus-per-node=:8", "expected [TYPE:]COUNT"},
-      {"#SBATCH --dependency=afterany:5", "line 1: --dependency=afterany:5: only afterok is supported"},
+      {"#SBATCH --dependency=singleton",
+       "line 1: --dependency=singleton: dependency type \"singleton\" is not supported (afterok, afterany, "
+       "afternotok and aftercorr are)"},
       {"#SBATCH --nodes", "line 1: --nodes: needs a value"},
       {"#SBATCH -J \"unterminated", "line 1: unterminated quote in #SBATCH line"},
       {"#SBATCH --gres=gpu:a100:8 --gpus=h100:8", "GPU type H100 conflicts with A100 from line 1"},

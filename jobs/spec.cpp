@@ -39,7 +39,29 @@ constexpr std::array<std::pair<JobState, std::string_view>, 10> kStates = {{
     {JobState::kPreempted, "PREEMPTED"},
 }};
 
+constexpr std::array<std::pair<Dependency::Type, std::string_view>, 4> kDependencyTypes = {
+    {{Dependency::Type::kAfterOk, "afterok"},
+     {Dependency::Type::kAfterAny, "afterany"},
+     {Dependency::Type::kAfterNotOk, "afternotok"},
+     {Dependency::Type::kAfterCorr, "aftercorr"}}};
+
 }  // namespace
+
+std::string_view to_string(Dependency::Type t) { return name_of(kDependencyTypes, t); }
+std::optional<Dependency::Type> parse_dependency_type(std::string_view s) {
+  return lookup(kDependencyTypes, s);
+}
+
+std::string Dependency::text() const {
+  std::string out = std::string(to_string(type)) + ":" + std::to_string(job);
+  if (task >= 0) out += "_" + std::to_string(task);
+  return out;
+}
+
+std::string Dependency::target() const {
+  if (task < 0) return "job " + std::to_string(job);
+  return "task " + std::to_string(task) + " of array " + std::to_string(job);
+}
 
 std::string_view to_string(JobKind k) { return name_of(kKinds, k); }
 std::string_view to_string(Qos q) { return name_of(kQos, q); }

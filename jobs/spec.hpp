@@ -36,6 +36,24 @@ std::optional<Layout> parse_layout(std::string_view s);
 std::optional<JobState> parse_state(std::string_view s);
 bool is_terminal(JobState s);
 
+// A dependency other than afterok on a whole job (those are JobSpec::afterok): Slurm's afterany (the job
+// ended, in any state), afternotok (it ended and did not complete), aftercorr (each task of this array waits
+// for the task with the same index of array `job` to complete), and afterok/afterany/afternotok on a single
+// task of an array ("afterok:12_3": the task with index 3 of array 12).
+struct Dependency {
+  enum class Type { kAfterOk, kAfterAny, kAfterNotOk, kAfterCorr };
+  Type type = Type::kAfterOk;
+  JobId job = 0;
+  int task = -1;  // an index of array `job`; -1: the whole job
+  // Slurm's text of one dependency: "afterany:40", "afterok:12_3", "aftercorr:50".
+  std::string text() const;
+  // "job 40" or "task 3 of array 12"
+  std::string target() const;
+  auto operator<=>(const Dependency&) const = default;
+};
+std::string_view to_string(Dependency::Type t);
+std::optional<Dependency::Type> parse_dependency_type(std::string_view s);
+
 struct Target {
   std::string metric = "eval_accuracy";
   double value = 0;
@@ -68,6 +86,7 @@ struct JobSpec {
   bool requeue = false;         // requeue on FAILED / NODE_FAIL
   std::optional<Target> target; // time-to-train quality target
   std::vector<JobId> afterok;   // start only after these completed successfully (an array: all its tasks)
+  std::vector<Dependency> after;  // every other dependency (see Dependency); all must be met, as afterok's
 
   // An array: one submit standing for array->size() tasks of this spec (jobs/array.hpp). Batch jobs only.
   std::optional<ArraySpec> array;

@@ -180,11 +180,31 @@ void read_afterok(const json& v, std::string_view /*field*/, JobSpec& s, Reader&
   }
 }
 
+void read_after(const json& v, std::string_view /*field*/, JobSpec& s, Reader& r) {
+  if (!v.is_array())
+    return r.expected("after", "an array of strings like \"afterany:40\" or \"afterok:12_3\"", v);
+  if (!check_entries(v, "after", r)) return;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string field = "after[" + std::to_string(i) + "]";
+    if (!v[i].is_string()) {
+      r.expected(field, "a string like \"afterany:40\"", v[i]);
+      continue;
+    }
+    auto d = parse_one_dependency(v[i].get_ref<const std::string&>());
+    if (!d) {
+      r.bad_value(field, v[i].get_ref<const std::string&>(), d.error().message);
+      continue;
+    }
+    s.after.push_back(*d);
+  }
+}
+
 void read_dependency(const json& v, std::string_view /*field*/, JobSpec& s, Reader& r) {
   if (!v.is_string()) return r.expected("dependency", "a string like \"afterok:12:13\"", v);
-  auto ids = parse_dependency(v.get_ref<const std::string&>());
-  if (!ids) return r.bad_value("dependency", v.get_ref<const std::string&>(), ids.error().message);
-  s.afterok.insert(s.afterok.end(), ids->begin(), ids->end());
+  auto deps = parse_dependency(v.get_ref<const std::string&>());
+  if (!deps) return r.bad_value("dependency", v.get_ref<const std::string&>(), deps.error().message);
+  s.afterok.insert(s.afterok.end(), deps->afterok.begin(), deps->afterok.end());
+  s.after.insert(s.after.end(), deps->after.begin(), deps->after.end());
 }
 
 void read_array(const json& v, std::string_view /*field*/, JobSpec& s, Reader& r) {
@@ -229,7 +249,7 @@ struct Field {
   FieldReader read;
 };
 
-const std::array<Field, 27> kFields = {{
+const std::array<Field, 28> kFields = {{
     {"name", string_field<&JobSpec::name>},
     {"user", string_field<&JobSpec::user>},
     {"project", string_field<&JobSpec::project>},
@@ -253,14 +273,15 @@ const std::array<Field, 27> kFields = {{
     {"requeue", bool_field<&JobSpec::requeue>},
     {"target", read_target},
     {"afterok", read_afterok},
+    {"after", read_after},
     {"dependency", read_dependency},
     {"array", read_array},
     {"array_job", read_array_job},
     {"array_task", int_field<&JobSpec::array_task>},
 }};
 
-const std::array<std::string_view, 27> kFieldNames = [] {
-  std::array<std::string_view, 27> names{};
+const std::array<std::string_view, 28> kFieldNames = [] {
+  std::array<std::string_view, 28> names{};
   for (size_t i = 0; i < kFields.size(); ++i) names[i] = kFields[i].name;
   return names;
 }();
@@ -283,6 +304,17 @@ void normalize(const json& j, JobSpec& s) {
   for (JobId id : s.afterok)
     if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
   s.afterok = std::move(unique);
+  // afterok on a whole job written in "after" joins `afterok`, where the same dependency given as
+  // "afterok" or "dependency" is.
+  std::vector<Dependency> rest;
+  for (const Dependency& d : s.after) {
+    if (d.type == Dependency::Type::kAfterOk && d.task < 0) {
+      if (std::find(s.afterok.begin(), s.afterok.end(), d.job) == s.afterok.end()) s.afterok.push_back(d.job);
+    } else if (std::find(rest.begin(), rest.end(), d) == rest.end()) {
+      rest.push_back(d);
+    }
+  }
+  s.after = std::move(rest);
 }
 
 Result<JobSpec> read_spec(const json& j) {
@@ -420,6 +452,11 @@ nlohmann::json to_json(const JobSpec& s) {
       {"afterok", s.afterok},
   };
   if (s.target) j["target"] = {{"metric", s.target->metric}, {"value", s.target->value}};
+  if (!s.after.empty()) {
+    json after = json::array();
+    for (const Dependency& d : s.after) after.push_back(d.text());
+    j["after"] = std::move(after);
+  }
   if (s.array) j["array"] = s.array->text();
   if (s.array_job != 0) {
     j["array_job"] = s.array_job;
@@ -467,7 +504,16 @@ void put_strings(std::string& out, const std::vector<std::string>& v) {
 std::string to_json_text(const JobSpec& s) {
   std::string out;
   out.reserve(320);
-  out += "{\"afterok\":[";
+  out += '{';
+  if (!s.after.empty()) {  // "after" sorts before "afterok"
+    out += "\"after\":[";
+    for (size_t i = 0; i < s.after.size(); ++i) {
+      if (i) out += ',';
+      put_string(out, s.after[i].text());
+    }
+    out += "],";
+  }
+  out += "\"afterok\":[";
   for (size_t i = 0; i < s.afterok.size(); ++i) {
     if (i) out += ',';
     put_int(out, s.afterok[i]);

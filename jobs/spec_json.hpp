@@ -17,11 +17,12 @@
 namespace railyard::jobs {
 
 inline constexpr int kMaxJsonDepth = 32;              // nesting levels; the spec itself needs 3
-inline constexpr size_t kMaxListEntries = 10'000;     // per list: command, env, features, afterok
+inline constexpr size_t kMaxListEntries = 10'000;     // per list: command, env, features, afterok, after
 inline constexpr size_t kMaxSpecTextBytes = 1 << 20;  // parse_job_spec_text input
 
 // Reads a spec from a parsed JSON object. Normalizes: gpu_type upper-cased ("any" becomes ""), mig
-// lower-cased, "dependency" merged into afterok (duplicates dropped), gpus defaults to 1 when mig is given.
+// lower-cased, "dependency" split into afterok and after, afterok entries of "after" moved to afterok
+// (duplicates dropped), gpus defaults to 1 when mig is given.
 Result<JobSpec> parse_job_spec(const nlohmann::json& j);
 
 // Parses JSON text (at most kMaxSpecTextBytes, kMaxJsonDepth levels, no duplicate keys), then as above.

@@ -59,6 +59,23 @@ TEST(SpecJson, ReadsTheReadmeExample) {
   EXPECT_EQ(s.afterok, (std::vector<JobId>{41, 42}));  // merged with "dependency", duplicates dropped
 }
 
+TEST(SpecJson, DependenciesOfEveryKindAreSortedIntoAfterokAndAfter) {
+  auto r =
+      parse_job_spec_text(R"({"user": "ada", "gpus": 1, "command": "true", "array": "0-3", "afterok": [41],
+    "after": ["afterok:43", "afterany:40", "afterok:12_3", "afterany:40"],
+    "dependency": "afterok:41,aftercorr:50,afternotok:44"})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->afterok, (std::vector<JobId>{41, 43}));
+  using T = Dependency::Type;
+  EXPECT_EQ(r->after,
+            (std::vector<Dependency>{
+                {T::kAfterAny, 40}, {T::kAfterOk, 12, 3}, {T::kAfterCorr, 50}, {T::kAfterNotOk, 44}}));
+  const json j = to_json(*r);
+  EXPECT_EQ(j["after"], json({"afterany:40", "afterok:12_3", "aftercorr:50", "afternotok:44"}));
+  EXPECT_EQ(j["afterok"], json({41, 43}));
+  EXPECT_FALSE(to_json(JobSpec{}).contains("after"));  // written only when there are some
+}
+
 TEST(SpecJson, DefaultsForAMinimalSpec) {
   auto r = parse_job_spec_text(R"({"user": "ada", "gpus": 8, "command": "python train.py"})");
   ASSERT_TRUE(r) << r.error().message;
@@ -132,7 +149,15 @@ TEST(SpecJson, EveryParseErrorNamesItsField) {
       {R"({"target": {"valeu": 1}})", R"(target: unknown field "valeu" (did you mean "value"?))"},
       {R"({"afterok": [1, "2"]})", R"(afterok[1]: expected an integer, got string "2")"},
       {R"({"afterok": 3})", "afterok: expected an array of job ids"},
-      {R"({"dependency": "afterany:3"})", R"(dependency "afterany:3": only afterok is supported)"},
+      {R"({"dependency": "singleton"})",
+       R"(dependency "singleton": dependency type "singleton" is not supported (afterok, afterany, afternotok and aftercorr are))"},
+      {R"({"after": "afterany:3"})",
+       R"(after: expected an array of strings like "afterany:40" or "afterok:12_3")"},
+      {R"({"after": [3]})", R"(after[0]: expected a string like "afterany:40", got integer 3)"},
+      {R"({"after": ["afterany:3", "afterany:4:5"]})",
+       R"(after[1] "afterany:4:5": job id "4:5" is not a positive integer)"},
+      {R"({"after": ["aftercorr:3_1"]})",
+       R"(after[0] "aftercorr:3_1": aftercorr takes a whole array (aftercorr:3), not one task ("3_1"))"},
       {R"({"dependency": "afterok:x"})", R"(dependency "afterok:x": job id "x" is not a positive integer)"},
       {R"({"gpus": 1, "gpus": 2})", R"(duplicate key "gpus")"},
       {R"({"env": {"A": "1", "A": "2"}})", R"(duplicate key "A")"},
@@ -215,6 +240,7 @@ JobSpec full_spec() {
   s.requeue = true;
   s.target = Target{"eval_loss", 1.25};
   s.afterok = {7, 3};
+  s.after = {{Dependency::Type::kAfterAny, 40}, {Dependency::Type::kAfterOk, 12, 3}};
   return s;
 }
 
@@ -227,6 +253,7 @@ TEST(SpecJson, RoundTrips) {
     EXPECT_EQ(back->command, original.command);
     EXPECT_EQ(back->env, original.env);
     EXPECT_EQ(back->afterok, original.afterok);
+    EXPECT_EQ(back->after, original.after);
     EXPECT_EQ(back->target.has_value(), original.target.has_value());
   }
   json j = to_json(full_spec());

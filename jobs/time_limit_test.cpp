@@ -58,11 +58,42 @@ TEST(TimeLimit, UnitForms) {
 }
 
 TEST(ParseUtil, Dependency) {
-  EXPECT_EQ(*parse_dependency("afterok:12"), std::vector<JobId>{12});
-  EXPECT_EQ(*parse_dependency("afterok:12:13,afterok:13:14"), (std::vector<JobId>{12, 13, 14}));
-  for (std::string bad : {"", "afterok", "afterok:", "afterok:0", "afterok:1?afterok:2", "afterany:1",
-                          "singleton", "afterok:12_3", "afterok:12+60", "afterok:1::2"})
+  using T = Dependency::Type;
+  EXPECT_EQ(parse_dependency("afterok:12")->afterok, std::vector<JobId>{12});
+  EXPECT_TRUE(parse_dependency("afterok:12")->after.empty());
+  EXPECT_EQ(parse_dependency("afterok:12:13,afterok:13:14")->afterok, (std::vector<JobId>{12, 13, 14}));
+  auto d = parse_dependency("afterany:40, afternotok:41:40,afterok:12_3:12,aftercorr:50,afterany:40");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->afterok, std::vector<JobId>{12});
+  EXPECT_EQ(d->after, (std::vector<Dependency>{{T::kAfterAny, 40},
+                                               {T::kAfterNotOk, 41},
+                                               {T::kAfterNotOk, 40},
+                                               {T::kAfterOk, 12, 3},
+                                               {T::kAfterCorr, 50}}));  // the second afterany:40 dropped
+  EXPECT_EQ(parse_dependency("afterany:7_0")->after.at(0).task, 0);
+  for (std::string bad : {"", "afterok", "afterok:", "afterok:0", "afterok:1?afterok:2", "after:1",
+                          "singleton", "aftercorr:12_3", "afterok:12_", "afterok:12_x", "afterok:12_10000000",
+                          "afterok:12+60", "afterok:1::2", "afterany:-1", "Afterok:1"})
     EXPECT_FALSE(parse_dependency(bad)) << bad;
+  EXPECT_EQ(parse_dependency("after:1").error().message,
+            R"(dependency type "after" is not supported (afterok, afterany, afternotok and aftercorr are))");
+}
+
+TEST(ParseUtil, OneDependencyRoundTripsThroughItsText) {
+  using T = Dependency::Type;
+  for (const Dependency& d : std::vector<Dependency>{{T::kAfterOk, 12, 3},
+                                                     {T::kAfterAny, 40},
+                                                     {T::kAfterNotOk, 9, 0},
+                                                     {T::kAfterCorr, 50},
+                                                     {T::kAfterOk, 7}}) {
+    auto back = parse_one_dependency(d.text());
+    ASSERT_TRUE(back) << d.text() << ": " << back.error().message;
+    EXPECT_EQ(*back, d) << d.text();
+  }
+  EXPECT_EQ(Dependency({T::kAfterOk, 12, 3}).text(), "afterok:12_3");
+  EXPECT_EQ(Dependency({T::kAfterOk, 12, 3}).target(), "task 3 of array 12");
+  for (std::string bad : {"afterany", "afterany:40:41", "afterany:40,afterok:1", "aftercorr:5_1", "x:1"})
+    EXPECT_FALSE(parse_one_dependency(bad)) << bad;
 }
 
 TEST(ParseUtil, SuggestionsAndQuoting) {

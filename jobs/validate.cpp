@@ -95,7 +95,8 @@ void check_command_and_env(const JobSpec& s, Problems& p) {
   for (auto [field, n] : {std::pair{"command", s.command.size()},
                           {"env", s.env.size()},
                           {"features", s.features.size()},
-                          {"afterok", s.afterok.size()}})
+                          {"afterok", s.afterok.size()},
+                          {"after", s.after.size()}})
     if (n > kMaxListEntries)
       p.push_back(std::string(field) + ": " + std::to_string(n) + " entries; at most " +
                   std::to_string(kMaxListEntries));
@@ -139,6 +140,22 @@ void check_identity_and_misc(const JobSpec& s, Problems& p) {
   for (JobId id : s.afterok) {
     if (id <= 0) {
       p.push_back("afterok: job id " + std::to_string(id) + " is not positive");
+      break;
+    }
+  }
+  for (const Dependency& d : s.after) {
+    if (d.job <= 0 || d.task < -1 || d.task > kMaxArrayIndex) {
+      p.push_back("after: " + in_quotes(d.text()) + " names no job or task");
+      break;
+    }
+    if (d.type == Dependency::Type::kAfterCorr && d.task >= 0) {
+      p.push_back("after: " + in_quotes(d.text()) + ": aftercorr takes a whole array, not one task");
+      break;
+    }
+    if (d.type == Dependency::Type::kAfterCorr && !s.array) {
+      p.push_back(
+          "after: " + in_quotes(d.text()) +
+          ": aftercorr is for arrays (each task waits for the task with its index); this job is not one");
       break;
     }
   }

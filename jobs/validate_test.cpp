@@ -98,6 +98,12 @@ TEST(ValidateSpec, EveryRuleNamesItsField) {
        "target.metric: empty"},
       {"bad afterok", [](JobSpec& s) { s.afterok = {3, -1}; },
        "afterok: job id -1 is not positive"},
+      {"aftercorr on a job that is not an array",
+       [](JobSpec& s) { s.after = {{Dependency::Type::kAfterCorr, 7}}; },
+       "after: \"aftercorr:7\": aftercorr is for arrays (each task waits for the task with its index); this job "
+       "is not one"},
+      {"dependency on no job", [](JobSpec& s) { s.after = {{Dependency::Type::kAfterAny, 0}}; },
+       "after: \"afterany:0\" names no job or task"},
   };
   // clang-format on
   for (const Case& c : cases) {

@@ -39,6 +39,7 @@ class CliJobs : public ::testing::Test {
   void LogsOfAnotherUsersJobOrAnUnknownJobExit3();
   void HistoryJsonParsesBack();
   void WatchOncePrintsTheTargetLine();
+  void DependenciesAreSentAndShownAsWritten();
 };
 
 void CliJobs::SubmitPrintsTheIdAloneAndQueueJsonParsesBack() {
@@ -260,6 +261,29 @@ void CliJobs::WatchOncePrintsTheTargetLine() {
   EXPECT_NE(r.out.find("eval_accuracy - / 0.95"), std::string::npos) << r.out;
 }
 
+void CliJobs::DependenciesAreSentAndShownAsWritten() {
+  SCOPED_TRACE("DependenciesAreSentAndShownAsWritten");
+  const std::string x = submit({"submit", "--gpus", "8", "--", "true"}, c.ada());
+  const std::string arr = submit({"submit", "--gpus", "8", "--array", "0-3", "--", "true"}, c.ada());
+  const std::string id = submit({"submit", "--gpus", "8", "-d", "afterany:" + x + ",afterok:" + x,
+                                 "--dependency", "afterok:" + arr + "_2", "--", "true"},
+                                c.ada());
+  auto j = c.run({"show", id, "--json"}, "").json()["job"];
+  EXPECT_EQ(j["spec"]["afterok"], nlohmann::json::array({std::stoi(x)}));
+  EXPECT_EQ(j["spec"]["after"], nlohmann::json::array({"afterany:" + x, "afterok:" + arr + "_2"}));
+  auto text = c.run({"show", id}, "");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("afterok:" + x + ", afterany:" + x + ", afterok:" + arr + "_2"), std::string::npos)
+      << text.out;
+  auto unsupported = c.run({"submit", "--gpus", "8", "-d", "singleton", "--", "true"}, c.ada());
+  EXPECT_EQ(unsupported.code, 2);
+  EXPECT_NE(unsupported.err.find("\"singleton\" is not supported"), std::string::npos) << unsupported.err;
+  auto no_task = c.run({"submit", "--gpus", "8", "-d", "afterok:" + x + "_1", "--", "true"}, c.ada());
+  EXPECT_EQ(no_task.code, 2);
+  EXPECT_NE(no_task.err.find("job " + x + " is not an array"), std::string::npos) << no_task.err;
+  c.run({"cancel", id, x, arr}, c.ada());  // room for the parts after this one
+}
+
 // One daemon per test process (each costs seconds under ASan on a busy machine): the parts share it,
 // placement-dependent parts first, the one that fills the pod last.
 TEST_F(CliJobs, HappyPaths) {
@@ -271,6 +295,7 @@ TEST_F(CliJobs, HappyPaths) {
   ShowListsTheStateHistoryWhenTheSchedulerServesIt();
   HistoryJsonParsesBack();
   WatchOncePrintsTheTargetLine();
+  DependenciesAreSentAndShownAsWritten();
   HoldAndReleaseAPendingJob();
 }
 

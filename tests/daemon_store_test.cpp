@@ -795,5 +795,118 @@ TEST(ServiceArrays, AfterokOnAnArrayWaitsForAllItsTasksAndUsersCannotMakeTasks) 
   EXPECT_NE(refused.error().message.find("set by the scheduler"), std::string::npos);
 }
 
+// --- Dependencies besides afterok: afterany, afternotok, one task of an array, aftercorr ---
+
+jobs::JobSpec eight_gpus(std::vector<jobs::Dependency> after = {}) {
+  jobs::JobSpec spec;
+  spec.gpus = 8;
+  spec.command = {"true"};
+  spec.after = std::move(after);
+  return spec;
+}
+
+TEST(ServiceDependencies, AfteranyAndAfternotokStartOnTheEndsTheyName) {
+  using T = jobs::Dependency::Type;
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  w.reopen();
+  const jobs::JobId x = w.submit(eight_gpus()), y = w.submit(eight_gpus());
+  const jobs::JobId any_x = w.submit(eight_gpus({{T::kAfterAny, x}}));
+  const jobs::JobId notok_x = w.submit(eight_gpus({{T::kAfterNotOk, x}}));
+  const jobs::JobId notok_y = w.submit(eight_gpus({{T::kAfterNotOk, y}}));
+  const jobs::JobId any_unknown = w.submit(eight_gpus({{T::kAfterAny, 999}}));
+  EXPECT_EQ(w.job(any_x).state, JobState::kPending);
+  EXPECT_EQ(w.job(any_x).reason, "dependency: waits for job " + std::to_string(x) + " to end");
+  EXPECT_EQ(w.job(notok_x).reason,
+            "dependency: waits for job " + std::to_string(x) + " to end without completing (afternotok)");
+  EXPECT_EQ(w.job(any_unknown).state, JobState::kFailed);
+  EXPECT_EQ(w.job(any_unknown).reason, "dependency: job 999 does not exist");
+
+  w.end({x}, JobState::kFailed, 1);  // ended, not completed: both of x's dependents start
+  EXPECT_EQ(w.job(any_x).state, JobState::kStarting);
+  EXPECT_EQ(w.job(notok_x).state, JobState::kStarting);
+  EXPECT_EQ(w.job(notok_y).state, JobState::kPending);
+  w.end({y}, JobState::kCompleted, 0);  // completed: afternotok can never be met
+  EXPECT_EQ(w.job(notok_y).state, JobState::kFailed);
+  EXPECT_EQ(w.job(notok_y).reason,
+            "dependency: job " + std::to_string(y) + " completed successfully (afternotok)");
+}
+
+TEST(ServiceDependencies, ADependencyOnOneTaskWaitsForThatTaskAlone) {
+  using T = jobs::Dependency::Type;
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  w.reopen();
+  const jobs::JobId a = w.submit_array("0-5%2");  // two tasks at a time: index 4 is created late
+  const jobs::JobId on_1 = w.submit(eight_gpus({{T::kAfterOk, a, 1}}));
+  const jobs::JobId on_4 = w.submit(eight_gpus({{T::kAfterAny, a, 4}}));
+  EXPECT_EQ(w.job(on_1).reason, "dependency: waits for task 1 of array " + std::to_string(a));
+  EXPECT_EQ(w.job(on_4).reason, "dependency: waits for task 4 of array " + std::to_string(a) + " to end");
+  w.end({w.tasks(a)[0]}, JobState::kCompleted, 0);  // index 0: nothing of on_1's
+  EXPECT_EQ(w.job(on_1).state, JobState::kPending);
+  w.end({w.tasks(a)[1]}, JobState::kCompleted, 0);  // index 1, with the rest of the array still to come
+  EXPECT_EQ(w.job(on_1).state, JobState::kStarting);
+  EXPECT_EQ(w.job(on_4).state, JobState::kPending);  // index 4 not even created yet
+  EXPECT_EQ(w.progress(a).created(), 4);
+  // Cancelling the array before it created index 4: that task never runs, which afterany accepts.
+  ASSERT_TRUE(w.svc->act(a, jobs::JobEvent::kCancelled, w.ada));
+  w.loop.run();
+  EXPECT_EQ(w.progress(a).created(), 4);
+  EXPECT_EQ(w.job(on_4).state, JobState::kStarting);
+
+  // What cannot name a task is refused at submit, with the reason.
+  const jobs::JobId plain = w.submit(eight_gpus());
+  auto refused = [&](jobs::Dependency d) {
+    jobs::JobSpec spec = eight_gpus({d});
+    if (d.type == T::kAfterCorr) spec.array = jobs::parse_array_spec("0-1").value();
+    auto st = w.svc->prepare(spec, w.ada);
+    return st ? std::string("accepted") : st.error().message;
+  };
+  EXPECT_EQ(refused({T::kAfterOk, a, 9}), "dependency afterok:" + std::to_string(a) + "_9: array " +
+                                              std::to_string(a) + " (0-5%2) has no task 9");
+  EXPECT_EQ(refused({T::kAfterOk, plain, 0}), "dependency afterok:" + std::to_string(plain) + "_0: job " +
+                                                  std::to_string(plain) + " is not an array");
+  EXPECT_EQ(refused({T::kAfterCorr, plain}), "dependency aftercorr:" + std::to_string(plain) + ": job " +
+                                                 std::to_string(plain) + " is not an array");
+  EXPECT_EQ(refused({T::kAfterAny, 999, 1}), "dependency afterany:999_1: job 999 not found");
+  EXPECT_EQ(refused({T::kAfterAny, a, 5}), "accepted");
+}
+
+TEST(ServiceDependencies, AftercorrMakesEachTaskFollowTheTaskWithItsIndexAcrossARestart) {
+  using T = jobs::Dependency::Type;
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  w.reopen();
+  const jobs::JobId a = w.submit_array("0-3");
+  jobs::JobSpec spec = eight_gpus({{T::kAfterCorr, a}});
+  spec.array = jobs::parse_array_spec("1-5").value();
+  const jobs::JobId b = w.submit(spec);
+  ASSERT_EQ(w.indexes(b), (std::vector<int>{1, 2, 3, 4, 5}));    // aftercorr does not hold the array back
+  auto task_of_b = [&](size_t i) { return w.tasks(b)[i - 1]; };  // b's index i
+  auto task_of_a = [&](size_t i) { return w.tasks(a)[i]; };
+  EXPECT_EQ(w.job(task_of_b(1)).spec.after, (std::vector<jobs::Dependency>{{T::kAfterOk, a, 1}}));
+  EXPECT_EQ(w.job(task_of_b(1)).reason, "dependency: waits for task 1 of array " + std::to_string(a));
+  EXPECT_EQ(w.job(task_of_b(3)).state, JobState::kPending);
+  // a has no index 4 or 5: those tasks of b wait for nothing.
+  EXPECT_TRUE(w.job(task_of_b(4)).spec.after.empty());
+  EXPECT_EQ(w.job(task_of_b(4)).state, JobState::kStarting);
+  EXPECT_EQ(w.job(task_of_b(5)).state, JobState::kStarting);
+
+  w.end({task_of_a(2)}, JobState::kCompleted, 0);
+  EXPECT_EQ(w.job(task_of_b(2)).state, JobState::kStarting);
+  EXPECT_EQ(w.job(task_of_b(3)).state, JobState::kPending);
+  w.end({task_of_a(1)}, JobState::kFailed, 2);
+  EXPECT_EQ(w.job(task_of_b(1)).state, JobState::kFailed);
+  EXPECT_EQ(w.job(task_of_b(1)).reason,
+            "dependency: task 1 of array " + std::to_string(a) + " did not complete successfully");
+
+  ASSERT_TRUE(w.svc->store().sync());
+  w.reopen();  // the tasks' dependencies are in their specs on disk
+  EXPECT_EQ(w.job(task_of_b(3)).state, JobState::kPending);
+  EXPECT_EQ(w.job(task_of_b(3)).spec.after, (std::vector<jobs::Dependency>{{T::kAfterOk, a, 3}}));
+  w.end({task_of_a(3)}, JobState::kCompleted, 0);
+  EXPECT_EQ(w.job(task_of_b(3)).state, JobState::kStarting);
+}
+
 }  // namespace
 }  // namespace railyard

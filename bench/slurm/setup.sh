@@ -14,19 +14,7 @@ nodes=${2:-1024}
 leaf=${3:-32}
 here=$(cd "$(dirname "$0")" && pwd)
 
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    slurm-wlm-emulator slurm-client-emulator munge >/dev/null
-fi
-# Installing the emulator points the slurmctld/slurmd/slurmstepd alternatives at its front-end build, whose
-# slurmctld refuses to start without FrontendName ("No front end nodes defined"). Use the regular build
-# (installed alongside as slurmctld-wlm etc.); slurmd execs /usr/sbin/slurmstepd, so the alternative itself
-# must point there.
-for d in slurmctld slurmd slurmstepd; do
-  if [[ -x /usr/sbin/$d-wlm && $(readlink -f "/usr/sbin/$d") != "/usr/sbin/$d-wlm" ]]; then
-    update-alternatives --set "$d" "/usr/sbin/$d-wlm" >/dev/null
-  fi
-done
+"$here/install.sh"
 [[ -e "$dir/pids" ]] && "$here/stop.sh" "$dir" || true
 if [[ -d "$dir" && -n "$(ls -A "$dir")" && ! -f "$dir/slurm.conf" ]]; then
   echo "setup.sh: $dir exists and is not a Slurm state directory made by this script" >&2

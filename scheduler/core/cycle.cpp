@@ -43,6 +43,30 @@ int64_t RunningJob::expected_end() const {
   return start_time + spec->time_limit_s;
 }
 
+std::string dependency_waiting(const jobs::Dependency& d) {
+  using T = jobs::Dependency::Type;
+  const std::string what = "waits for " + d.target();
+  switch (d.type) {
+    case T::kAfterAny:
+      return what + " to end";
+    case T::kAfterNotOk:
+      return what + " to end without completing (afternotok)";
+    default:
+      return what;
+  }
+}
+
+std::string dependency_broken(const jobs::Dependency& d) {
+  switch (d.type) {
+    case jobs::Dependency::Type::kAfterNotOk:
+      return d.target() + " completed successfully (afternotok)";
+    case jobs::Dependency::Type::kAfterAny:
+      return d.target() + " does not exist";
+    default:
+      return d.target() + " did not complete successfully";
+  }
+}
+
 namespace {
 
 // Failures already seen in this pass for one shape: usage only shrinks while the pass places jobs, so a
@@ -134,15 +158,25 @@ class Pass {
   bool gates_open(const PendingJob& job, double priority, int gpus) {
     const auto& spec = *job.spec;
     if (job.held) return pend(job, priority, PendingReason::kHeld, "held"), false;
-    for (JobId dep : spec.afterok) {
-      auto it = s_.dependencies.find(dep);
-      auto state = it == s_.dependencies.end() ? DependencyState::kWaiting : it->second;
+    auto blocked = [&](const jobs::Dependency& d, DependencyState state) {
       if (state == DependencyState::kNeverSatisfied) {
-        plan_.rejected.push_back({job.id, "dependency: job " + std::to_string(dep) + " did not complete successfully"});
-        return false;
+        plan_.rejected.push_back({job.id, "dependency: " + dependency_broken(d)});
+        return true;
       }
       if (state == DependencyState::kWaiting)
-        return pend(job, priority, PendingReason::kDependency, "waits for job " + std::to_string(dep)), false;
+        return pend(job, priority, PendingReason::kDependency, dependency_waiting(d)), true;
+      return false;
+    };
+    for (JobId dep : spec.afterok) {
+      auto it = s_.dependencies.find(dep);
+      if (blocked({jobs::Dependency::Type::kAfterOk, dep},
+                  it == s_.dependencies.end() ? DependencyState::kWaiting : it->second))
+        return false;
+    }
+    for (const jobs::Dependency& d : spec.after) {
+      if (d.type == jobs::Dependency::Type::kAfterCorr) continue;  // an array's: its tasks carry theirs
+      auto it = s_.after.find(d);
+      if (blocked(d, it == s_.after.end() ? DependencyState::kWaiting : it->second)) return false;
     }
     if (auto q = s_.user_quota.find(spec.user); q != s_.user_quota.end() && user_used_[spec.user] + gpus > q->second) {
       pend(job, priority, PendingReason::kQuotaUser,

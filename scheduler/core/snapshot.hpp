@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -51,8 +52,12 @@ struct PendingJob {
   int64_t compact_wait_since = -1;
 };
 
-// State of a job that others depend on (afterok).
+// Whether a dependency is met: an afterok job of JobSpec::afterok, or an entry of JobSpec::after.
 enum class DependencyState { kWaiting, kSatisfied, kNeverSatisfied };
+// Why a job waits on `d` ("waits for job 12", "waits for task 3 of array 12 to end"), and why `d` can no
+// longer be met ("job 12 did not complete successfully"); shared by passes and array task creation.
+std::string dependency_waiting(const jobs::Dependency& d);
+std::string dependency_broken(const jobs::Dependency& d);
 
 struct PolicyConfig {
   enum class Placement { kTopology, kFirstFit };
@@ -81,6 +86,7 @@ struct Snapshot {
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
   std::unordered_map<JobId, DependencyState> dependencies;  // for afterok ids; missing = waiting
+  std::map<jobs::Dependency, DependencyState> after;        // for `after` entries; missing = waiting
   std::unordered_map<std::string, double> user_usage;     // decayed GPU-seconds (see FairShareLedger)
   std::unordered_map<std::string, double> project_usage;
   std::unordered_map<std::string, int> user_quota;        // max GPUs in use at once; missing = unlimited

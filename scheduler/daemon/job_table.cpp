@@ -342,12 +342,70 @@ std::vector<JobId> JobTable::gpu_owners() const {
   return owners;
 }
 
-sched::DependencyState JobTable::dependency_state(JobId id) const {
-  const JobRecord* r = find(id);
-  if (!r) return sched::DependencyState::kNeverSatisfied;
-  if (r->state == JobState::kCompleted) return sched::DependencyState::kSatisfied;
-  if (jobs::is_terminal(r->state)) return sched::DependencyState::kNeverSatisfied;
-  return sched::DependencyState::kWaiting;
+sched::DependencyState JobTable::dependency_state(const jobs::Dependency& d) const {
+  using S = sched::DependencyState;
+  using T = jobs::Dependency::Type;
+  // The state of what `d` names: a job, or a task of an array. A task the array ended without creating
+  // (cancelled, failed on a dependency) never ran: it counts as ended without completing.
+  std::optional<JobState> state;
+  if (d.task < 0) {
+    const JobRecord* r = find(d.job);
+    if (!r) return S::kNeverSatisfied;  // no such job
+    state = r->state;
+  } else {
+    const JobRecord* parent = find(d.job);
+    const ArrayProgress* a = array(d.job);
+    const auto pos = parent && parent->spec.array ? parent->spec.array->position_of(d.task) : std::nullopt;
+    if (!a || !pos) return S::kNeverSatisfied;  // no such array, or no such index in it
+    if (*pos < a->created()) {
+      const JobRecord* t = find(a->tasks[static_cast<size_t>(*pos)]);
+      if (!t) return S::kNeverSatisfied;
+      state = t->state;
+    } else if (!jobs::is_terminal(parent->state)) {
+      return S::kWaiting;  // not created yet
+    } else {
+      state = JobState::kCancelled;
+    }
+  }
+  if (!jobs::is_terminal(*state)) return S::kWaiting;
+  const bool completed = *state == JobState::kCompleted;
+  switch (d.type) {
+    case T::kAfterAny:
+      return S::kSatisfied;
+    case T::kAfterNotOk:
+      return completed ? S::kNeverSatisfied : S::kSatisfied;
+    default:
+      return completed ? S::kSatisfied : S::kNeverSatisfied;
+  }
+}
+
+void JobTable::corresponding_tasks(jobs::JobSpec& task) const {
+  std::vector<jobs::Dependency> after;
+  for (const auto& d : task.after) {
+    if (d.type != jobs::Dependency::Type::kAfterCorr) {
+      after.push_back(d);
+      continue;
+    }
+    const JobRecord* other = find(d.job);
+    if (other && other->spec.array && other->spec.array->position_of(task.array_task))
+      after.push_back({jobs::Dependency::Type::kAfterOk, d.job, task.array_task});
+  }
+  task.after = std::move(after);
+}
+
+std::optional<JobTable::Unmet> JobTable::unmet_dependency(const jobs::JobSpec& parent) const {
+  std::optional<Unmet> first;
+  auto check = [&](const jobs::Dependency& d) {
+    const auto st = dependency_state(d);
+    if (st == sched::DependencyState::kNeverSatisfied) return first = Unmet{d, true}, true;
+    if (st == sched::DependencyState::kWaiting && !first) first = Unmet{d, false};
+    return false;
+  };
+  for (JobId dep : parent.afterok)
+    if (check({jobs::Dependency::Type::kAfterOk, dep})) return first;
+  for (const auto& d : parent.after)
+    if (d.type != jobs::Dependency::Type::kAfterCorr && check(d)) return first;
+  return first;
 }
 
 sched::Snapshot JobTable::snapshot(int64_t now) const {
@@ -358,7 +416,10 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   s.pending.reserve(waiting_.size());
   for (const auto& [id, r] : waiting_) {
     s.pending.push_back({id, &r->spec, r->submit_time, r->state == JobState::kHeld});
-    for (JobId dep : r->spec.afterok) s.dependencies.emplace(dep, dependency_state(dep));
+    for (JobId dep : r->spec.afterok)
+      s.dependencies.emplace(dep, dependency_state({jobs::Dependency::Type::kAfterOk, dep}));
+    for (const auto& d : r->spec.after)
+      if (d.type != jobs::Dependency::Type::kAfterCorr) s.after.emplace(d, dependency_state(d));
   }
   s.running.reserve(holding_.size() + draining_.size());
   for (const auto& [id, r] : holding_)
@@ -452,18 +513,12 @@ WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
     const ArrayProgress& a = arrays_.at(id);
     if (parent.state != JobState::kPending) continue;
     // Tasks are created only once the array's dependencies are met (each task carries them too).
+    const auto unmet = unmet_dependency(parent.spec);
+    const bool never = unmet && unmet->never;  // a dependency that can no longer be met
     std::string waits;
-    bool never = false;  // a dependency that can no longer complete
-    for (JobId dep : parent.spec.afterok) {
-      const auto st = dependency_state(dep);
-      if (st == sched::DependencyState::kNeverSatisfied) {
-        waits = "dependency: job " + std::to_string(dep) + " did not complete successfully";
-        never = true;
-        break;
-      }
-      if (st == sched::DependencyState::kWaiting && waits.empty())
-        waits = "dependency: waits for job " + std::to_string(dep);
-    }
+    if (unmet)
+      waits = "dependency: " +
+              (never ? sched::dependency_broken(unmet->dep) : sched::dependency_waiting(unmet->dep));
     if (!waits.empty() && !(never && a.active == 0)) {
       if (parent.reason != waits) {
         JobRecord r = parent;
@@ -497,6 +552,7 @@ WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
         t.spec.array_task = parent.spec.array->index_at(k);
         t.spec.env["RAILYARD_ARRAY_JOB_ID"] = std::to_string(id);
         t.spec.env["RAILYARD_ARRAY_TASK_ID"] = std::to_string(t.spec.array_task);
+        corresponding_tasks(t.spec);
         t.submit_time = parent.submit_time;  // its place in the queue is the array's
         b.events.push_back(
             {job_subject(t.id), now, "scheduler",

@@ -129,7 +129,17 @@ class JobTable {
                                    int64_t now) const;
 
  private:
-  sched::DependencyState dependency_state(JobId id) const;
+  sched::DependencyState dependency_state(const jobs::Dependency& d) const;
+  // Whether array `parent` may create tasks: its afterok and after dependencies (but aftercorr, which its
+  // tasks carry one by one) all met. Else the first unmet one, and whether it can never be met.
+  struct Unmet {
+    jobs::Dependency dep;
+    bool never = false;
+  };
+  std::optional<Unmet> unmet_dependency(const jobs::JobSpec& parent) const;
+  // A new task's aftercorr:B entries become afterok on the task of array B with the task's own index
+  // (none where B has no such index).
+  void corresponding_tasks(jobs::JobSpec& task) const;
 
   const topology::Cluster& cluster_;
   std::map<JobId, JobRecord> jobs_;

@@ -147,6 +147,18 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who) const {
     return invalid(
         "array_job, array_task: set by the scheduler on the tasks it creates for an array; "
         "submit the array with \"array\" instead");
+  // Dependencies on tasks name an array and one of its indexes; aftercorr names an array. (Whole jobs may
+  // be unknown here, as with afterok: the pass rejects the job then.)
+  for (const auto& d : spec.after) {
+    if (d.task < 0 && d.type != jobs::Dependency::Type::kAfterCorr) continue;
+    const JobRecord* target = table_.find(d.job);
+    if (!target) return invalid("dependency " + d.text() + ": job " + std::to_string(d.job) + " not found");
+    if (!target->spec.array)
+      return invalid("dependency " + d.text() + ": job " + std::to_string(d.job) + " is not an array");
+    if (d.task >= 0 && !target->spec.array->position_of(d.task))
+      return invalid("dependency " + d.text() + ": array " + std::to_string(d.job) + " (" +
+                     target->spec.array->text() + ") has no task " + std::to_string(d.task));
+  }
   return jobs::validate_against_cluster(spec, table_.cluster());
 }
 

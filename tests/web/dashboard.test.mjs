@@ -129,6 +129,7 @@ describe('dashboard', {skip: skipBrowser}, () => {
     const task = page.locator(`#jobs-table tr[data-id="${tasks[3].id}"] td:nth-child(2)`);
     await task.waitFor();
     assert.equal(await task.textContent(), `sweep[${tasks[3].array_task}]`);
+    const after = await api(s.url, 'POST', '/jobs', {name: 'after', gpus: 1, dependency: `afterany:${id}_3`}, s.token);
     await api(s.url, 'POST', `/jobs/${id}/cancel`, undefined, s.token);  // also frees the GPUs for the tests after
     await waitFor(async () => /0 active, 6 ended of 6 \(6 not completed\)/.test(await row.textContent()),
                   {what: 'the array row after the cancel'});
@@ -137,6 +138,12 @@ describe('dashboard', {skip: skipBrowser}, () => {
     await page.waitForSelector('.jobname');
     await waitFor(async () => (await page.textContent('body')).includes(`task ${tasks[3].array_task} of array ${id}`),
                   {what: 'the task page naming its array'});
+    await page.goto(`${s.url}/#/job/${after.id}`);  // task 3 ended (cancelled): afterany lets it start
+    await waitFor(async () => (await page.textContent('body')).includes(`afterany:${id}_3`),
+                  {what: 'the dependent job page naming the task it waited for'});
+    await waitFor(async () => (await api(s.url, 'GET', `/jobs/${after.id}`, undefined, s.token)).state !== 'PENDING',
+                  {what: 'the dependent job leaving PENDING'});
+    await api(s.url, 'POST', `/jobs/${after.id}/cancel`, undefined, s.token).catch(() => {});
     assert.deepEqual(b.errors, [], 'no page errors');
     await page.close();
   });

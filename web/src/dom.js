@@ -79,6 +79,10 @@ export function debounce(fn, ms) {
   return call;
 }
 
+// A job's dependencies as its owner wrote them ("afterok:12, afterany:40, afterok:12_3"), else "".
+export const dependsOn = (j) =>
+  [...(j.spec?.afterok ?? []).map((id) => `afterok:${id}`), ...(j.spec?.after ?? [])].join(', ');
+
 // "array 0-999: 3 active, 10 ended of 1000" for an array (its tasks are jobs of their own), else "".
 export const arrayProgress = (j) => {
   const a = j.array_tasks;

@@ -5,7 +5,7 @@
 
 import {get, getOptional, getToken, query} from '../api.js';
 import {lineChart} from '../charts.js';
-import {arrayProgress, coalesce, debounce, fmtDuration, fmtTime, h, stateClass} from '../dom.js';
+import {arrayProgress, coalesce, debounce, dependsOn, fmtDuration, fmtTime, h, stateClass} from '../dom.js';
 import * as live from '../live.js';
 
 // Accepts the metrics route's {"samples": [{"key", "t", "data": {...MLLOG fields}}]}, the watch stream's
@@ -103,6 +103,7 @@ export function mount(root, {args}) {
           ['exit code', job.exit_code ?? ''], ['reason', job.reason ?? ''],
           job.array_tasks ? ['array', arrayProgress(job)] : null,
           job.array_job != null ? ['array', `task ${job.array_task} of array ${job.array_job}`] : null,
+          dependsOn(job) ? ['depends on', dependsOn(job)] : null,
           job.estimated_start ? ['estimated start', fmtTime(job.estimated_start)] : null,
           ['time-to-train', h('b', {id: 'ttt', text: job.time_to_train_s != null ? fmtDuration(job.time_to_train_s) : 'not reached'})]]));
     const gpuText = (job.gpu_ids || []).map((g) => (typeof g === 'object' ? `${g.gpu}:${g.mig}` : String(g))).join(', ');
