@@ -86,11 +86,26 @@ TEST(AgentHub, ArrayTasksAreLaunchedWithTheirIndexInASpecEveryAgentReads) {
   testing::TempDir dir;
   Harness h(dir);
   auto p = h.connect({"n1", "n2"});
+  const Caller ada{"ada", store::Role::kUser};
+  // A job cancelled before any pass placed it (from its submit's answer), launched nowhere; the array waits
+  // for it to end (afterany), so its tasks carry a dependency in "after".
+  jobs::JobSpec plain;
+  plain.gpus = 8;
+  plain.command = {"/bin/true"};
+  ASSERT_TRUE(h.service->prepare(plain, ada));
+  jobs::JobId gone = 0;
+  h.service->submit({plain}, ada, [&](Result<std::vector<jobs::JobId>> ids) {
+    ASSERT_TRUE(ids);
+    gone = ids->front();
+    EXPECT_TRUE(h.service->act(gone, jobs::JobEvent::kCancelled, ada));
+  });
+  h.run();
+  ASSERT_EQ(h.job(gone).state, JobState::kCancelled);
   jobs::JobSpec spec;
   spec.gpus = 8;
   spec.command = {"/bin/true"};
   spec.array = jobs::parse_array_spec("5-6").value();
-  const Caller ada{"ada", store::Role::kUser};
+  spec.after = {{jobs::Dependency::Type::kAfterAny, gone}};
   ASSERT_TRUE(h.service->prepare(spec, ada));
   h.service->submit({spec}, ada, [](Result<std::vector<jobs::JobId>>) {});
   h.run();
@@ -101,6 +116,7 @@ TEST(AgentHub, ArrayTasksAreLaunchedWithTheirIndexInASpecEveryAgentReads) {
     const json& s = l["spec"];
     indexes.insert(s["env"]["RAILYARD_ARRAY_TASK_ID"].get<std::string>());
     EXPECT_FALSE(s.contains("array_job") || s.contains("array_task") || s.contains("array")) << s.dump();
+    EXPECT_FALSE(s.contains("after")) << s.dump();  // the scheduler's business, and newer than some agents
     EXPECT_TRUE(jobs::parse_job_spec(s)) << s.dump();
   }
   EXPECT_EQ(indexes, (std::set<std::string>{"5", "6"}));

@@ -814,13 +814,19 @@ TEST(ServiceDependencies, AfteranyAndAfternotokStartOnTheEndsTheyName) {
   const jobs::JobId any_x = w.submit(eight_gpus({{T::kAfterAny, x}}));
   const jobs::JobId notok_x = w.submit(eight_gpus({{T::kAfterNotOk, x}}));
   const jobs::JobId notok_y = w.submit(eight_gpus({{T::kAfterNotOk, y}}));
-  const jobs::JobId any_unknown = w.submit(eight_gpus({{T::kAfterAny, 999}}));
-  EXPECT_EQ(w.job(any_x).state, JobState::kPending);
-  EXPECT_EQ(w.job(any_x).reason, "dependency: waits for job " + std::to_string(x) + " to end");
-  EXPECT_EQ(w.job(notok_x).reason,
-            "dependency: waits for job " + std::to_string(x) + " to end without completing (afternotok)");
-  EXPECT_EQ(w.job(any_unknown).state, JobState::kFailed);
-  EXPECT_EQ(w.job(any_unknown).reason, "dependency: job 999 does not exist");
+  // A job that names itself or a later one would wait forever: refused at submit.
+  const jobs::JobId next = w.svc->table().next_id();
+  for (jobs::JobId id : {next, next + 5}) {
+    jobs::JobSpec later = eight_gpus({{T::kAfterAny, id}});
+    auto st = w.svc->prepare(later, w.ada);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().message,
+              "dependency afterany:" + std::to_string(id) + ": job " + std::to_string(id) +
+                  " does not exist yet (a job can wait only for jobs submitted before it)");
+    later = eight_gpus();
+    later.afterok = {id};
+    EXPECT_FALSE(w.svc->prepare(later, w.ada));
+  }
 
   w.end({x}, JobState::kFailed, 1);  // ended, not completed: both of x's dependents start
   EXPECT_EQ(w.job(any_x).state, JobState::kStarting);
@@ -868,7 +874,9 @@ TEST(ServiceDependencies, ADependencyOnOneTaskWaitsForThatTaskAlone) {
                                                   std::to_string(plain) + " is not an array");
   EXPECT_EQ(refused({T::kAfterCorr, plain}), "dependency aftercorr:" + std::to_string(plain) + ": job " +
                                                  std::to_string(plain) + " is not an array");
-  EXPECT_EQ(refused({T::kAfterAny, 999, 1}), "dependency afterany:999_1: job 999 not found");
+  EXPECT_EQ(refused({T::kAfterAny, 999, 1}),
+            "dependency afterany:999_1: job 999 does not exist yet (a job can wait only for jobs submitted "
+            "before it)");
   EXPECT_EQ(refused({T::kAfterAny, a, 5}), "accepted");
 }
 

@@ -180,8 +180,10 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
   json spec = jobs::to_json(r->spec);
   // A task's index reaches its processes in RAILYARD_ARRAY_TASK_ID (spec.env); the fields that say so for
   // the scheduler stay here, so an agent of an earlier version, which reads specs strictly, launches it too.
+  // So do dependencies other than afterok ("after"): met before any launch, and none of an agent's business.
   spec.erase("array_job");
   spec.erase("array_task");
+  spec.erase("after");
   send_to_node(node, {{"type", "launch"},
                       {"v", 1},
                       {"alloc", alloc},

@@ -147,9 +147,17 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who) const {
     return invalid(
         "array_job, array_task: set by the scheduler on the tasks it creates for an array; "
         "submit the array with \"array\" instead");
-  // Dependencies on tasks name an array and one of its indexes; aftercorr names an array. (Whole jobs may
-  // be unknown here, as with afterok: the pass rejects the job then.)
+  // A dependency names a job submitted before this one: ids only grow, so a later id (this job's own
+  // included) would wait forever. On a task it names an array and one of its indexes; aftercorr names an
+  // array.
+  auto not_yet = [&](JobId id, const std::string& text) {
+    return invalid("dependency " + text + ": job " + std::to_string(id) +
+                   " does not exist yet (a job can wait only for jobs submitted before it)");
+  };
+  for (JobId id : spec.afterok)
+    if (id >= next_id_) return not_yet(id, "afterok:" + std::to_string(id));
   for (const auto& d : spec.after) {
+    if (d.job >= next_id_) return not_yet(d.job, d.text());
     if (d.task < 0 && d.type != jobs::Dependency::Type::kAfterCorr) continue;
     const JobRecord* target = table_.find(d.job);
     if (!target) return invalid("dependency " + d.text() + ": job " + std::to_string(d.job) + " not found");
