@@ -138,7 +138,7 @@ Result<std::optional<Caller>> Service::authenticate(const std::string& token) {
   return std::optional<Caller>(c);
 }
 
-Status Service::prepare(jobs::JobSpec& spec, const Caller& who) const {
+Status Service::prepare(jobs::JobSpec& spec, const Caller& who, size_t position) const {
   if (spec.user.empty()) spec.user = who.user;
   if (spec.user != who.user && !who.admin())
     return Error{ErrorCode::kPermission, "user " + who.user + " may not submit jobs as " + spec.user};
@@ -148,16 +148,19 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who) const {
         "array_job, array_task: set by the scheduler on the tasks it creates for an array; "
         "submit the array with \"array\" instead");
   // A dependency names a job submitted before this one: ids only grow, so a later id (this job's own
-  // included) would wait forever. On a task it names an array and one of its indexes; aftercorr names an
-  // array.
+  // included) would wait forever. submit() gives the specs of one call the ids from next_id_ on, in order:
+  // an earlier job of the same batch counts. On a task it names an array and one of its indexes; aftercorr
+  // names an array.
+  const JobId own = next_id_ + static_cast<JobId>(position);
   auto not_yet = [&](JobId id, const std::string& text) {
     return invalid("dependency " + text + ": job " + std::to_string(id) +
-                   " does not exist yet (a job can wait only for jobs submitted before it)");
+                   " is not an earlier job (this one will be job " + std::to_string(own) +
+                   "; a job can wait only for jobs submitted before it)");
   };
   for (JobId id : spec.afterok)
-    if (id >= next_id_) return not_yet(id, "afterok:" + std::to_string(id));
+    if (id >= own) return not_yet(id, "afterok:" + std::to_string(id));
   for (const auto& d : spec.after) {
-    if (d.job >= next_id_) return not_yet(d.job, d.text());
+    if (d.job >= own) return not_yet(d.job, d.text());
     if (d.task < 0 && d.type != jobs::Dependency::Type::kAfterCorr) continue;
     const JobRecord* target = table_.find(d.job);
     if (!target) return invalid("dependency " + d.text() + ": job " + std::to_string(d.job) + " not found");

@@ -156,8 +156,9 @@ class Service {
   Result<std::optional<Caller>> authenticate(const std::string& token);
 
   // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
-  // for someone else.
-  Status prepare(jobs::JobSpec& spec, const Caller& who) const;
+  // for someone else. `position`: the spec's place in the submit() call that follows (a batch's index),
+  // which gives its id: a dependency may name only a lower one.
+  Status prepare(jobs::JobSpec& spec, const Caller& who, size_t position = 0) const;
   // Queues prepared specs; `done` runs after their commit with their ids, in order.
   void submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done);
 
