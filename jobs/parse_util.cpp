@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <set>
 
 namespace railyard::jobs {
 
@@ -157,6 +158,7 @@ Result<Dependencies> parse_dependency(std::string_view s) {
   if (s.find('?') != std::string_view::npos)
     return invalid("\"?\" (any of) is not supported: every dependency must hold");
   Dependencies out;
+  std::set<Dependency> seen;  // duplicates dropped in linear-log time: the text may hold many
   size_t start = 0;
   while (start <= s.size()) {
     size_t comma = std::min(s.find(',', start), s.size());
@@ -175,10 +177,12 @@ Result<Dependencies> parse_dependency(std::string_view s) {
       auto d = parse_target(*type, ids.substr(from, next - from));
       if (!d) return d.error();
       from = next + 1;
+      if (!seen.insert(*d).second) continue;
+      if (seen.size() > kMaxDependencies)
+        return invalid("more than " + std::to_string(kMaxDependencies) + " dependencies");
       if (d->type == Dependency::Type::kAfterOk && d->task < 0) {
-        if (std::find(out.afterok.begin(), out.afterok.end(), d->job) == out.afterok.end())
-          out.afterok.push_back(d->job);
-      } else if (std::find(out.after.begin(), out.after.end(), *d) == out.after.end()) {
+        out.afterok.push_back(d->job);
+      } else {
         out.after.push_back(*d);
       }
     }

@@ -41,7 +41,8 @@ bool is_valid_utf8(std::string_view s);
 // array; not with aftercorr): "afterok:12:13", "afterany:40,afterok:12_3", "aftercorr:50".
 // afterok on whole jobs goes to `afterok`, the rest to `after`; duplicates are dropped.
 // Errors: other types ("after", "singleton", ...), "?" (any of), "+MINUTES", ids that are not positive
-// integers, task indexes above kMaxArrayIndex, an empty list.
+// integers, task indexes above kMaxArrayIndex, an empty list, more than kMaxDependencies different ones.
+inline constexpr size_t kMaxDependencies = 10'000;  // in one dependency text (as kMaxListEntries per list)
 struct Dependencies {
   std::vector<JobId> afterok;
   std::vector<Dependency> after;

@@ -300,20 +300,22 @@ void normalize(const json& j, JobSpec& s) {
   s.gpu_type = to_upper(s.gpu_type);
   s.mig = to_lower(s.mig);
   if (!s.mig.empty() && !j.contains("gpus")) s.gpus = 1;
+  // Duplicates dropped, first ones kept (sets: the lists may hold 10,000 entries each). afterok on a whole
+  // job written in "after" joins `afterok`, where the same dependency given as "afterok" or "dependency" is.
   std::vector<JobId> unique;
+  std::set<JobId> ids;
   for (JobId id : s.afterok)
-    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
-  s.afterok = std::move(unique);
-  // afterok on a whole job written in "after" joins `afterok`, where the same dependency given as
-  // "afterok" or "dependency" is.
+    if (ids.insert(id).second) unique.push_back(id);
   std::vector<Dependency> rest;
+  std::set<Dependency> seen;
   for (const Dependency& d : s.after) {
     if (d.type == Dependency::Type::kAfterOk && d.task < 0) {
-      if (std::find(s.afterok.begin(), s.afterok.end(), d.job) == s.afterok.end()) s.afterok.push_back(d.job);
-    } else if (std::find(rest.begin(), rest.end(), d) == rest.end()) {
+      if (ids.insert(d.job).second) unique.push_back(d.job);
+    } else if (seen.insert(d).second) {
       rest.push_back(d);
     }
   }
+  s.afterok = std::move(unique);
   s.after = std::move(rest);
 }
 

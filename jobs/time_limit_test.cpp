@@ -75,6 +75,10 @@ TEST(ParseUtil, Dependency) {
                           "singleton", "aftercorr:12_3", "afterok:12_", "afterok:12_x", "afterok:12_10000000",
                           "afterok:12+60", "afterok:1::2", "afterany:-1", "Afterok:1"})
     EXPECT_FALSE(parse_dependency(bad)) << bad;
+  std::string many = "afterany";
+  for (int i = 1; i <= static_cast<int>(kMaxDependencies); ++i) many += ":" + std::to_string(i);
+  EXPECT_EQ(parse_dependency(many + ":1")->after.size(), kMaxDependencies);  // a repeat is dropped, not counted
+  EXPECT_EQ(parse_dependency(many + ":99999").error().message, "more than 10000 dependencies");
   EXPECT_EQ(parse_dependency("after:1").error().message,
             R"(dependency type "after" is not supported (afterok, afterany, afternotok and aftercorr are))");
 }
