@@ -6,7 +6,10 @@
 #   bulk:   one job array, one CLI call (`sbatch --array=1-N --wrap true` vs `railyard submit --array 1-N -- true`)
 # and reports submit wall time (jobs/s), end-to-end time from the first submit until all N jobs have
 # completed, the scheduler's CPU seconds over that window (/proc/PID/stat utime+stime: slurmctld vs
-# railyard-scheduler) and its peak RSS (VmHWM, reset through /proc/PID/clear_refs before each run).
+# railyard-scheduler) and its peak RSS (VmHWM, reset through /proc/PID/clear_refs before each run). Each run
+# also times the same loop (or call) starting /bin/true, the floor under any CLI: a second table gives the
+# highest submit ratio that floor leaves reachable (Slurm's time / floor's) next to Railyard's. Submits are
+# timed with bash's EPOCHREALTIME (no fork). Installs Slurm and munge when missing (bench/slurm/install.sh).
 #
 #   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-r RUNS] [-N "1024 256 128"] [-l LEAF]
 #                     [-w DIR] [-t E2E_TIMEOUT_S] [-u SLURM_DIR]
@@ -29,7 +32,7 @@ while getopts "b:n:s:r:N:l:w:t:u:" opt; do
     b) BUILD=$(realpath "$OPTARG") ;; n) SIZES=$OPTARG ;; N) NODE_TRIES=$OPTARG ;; l) LEAF=$OPTARG ;;
     w) WORK=$(realpath -m "$OPTARG"); mkdir -p "$WORK" ;; t) E2E_TIMEOUT=$OPTARG ;;
     s) SINGLE_SIZES=$OPTARG ;; u) USE_SLURM=$(realpath "$OPTARG") ;; r) RUNS=$OPTARG ;;
-    *) sed -n '2,23p' "$0"; exit 2 ;;
+    *) sed -n '2,25p' "$0"; exit 2 ;;
   esac
 done
 SINGLE_SIZES=${SINGLE_SIZES:-$SIZES}
