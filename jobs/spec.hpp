@@ -97,6 +97,17 @@ struct JobSpec {
 
   // Total GPUs (or slices) the job needs at once.
   int total_gpus() const;
+  // Calls fn(const Dependency&) for each dependency that gates this job's start: afterok's ids (as
+  // afterok dependencies), then `after` but aftercorr (an array's: its tasks carry theirs). Stops at the
+  // first call that returns true, and returns whether one did.
+  template <typename Fn>
+  bool any_dependency(Fn&& fn) const {
+    for (JobId id : afterok)
+      if (fn(Dependency{Dependency::Type::kAfterOk, id})) return true;
+    for (const Dependency& d : after)
+      if (d.type != Dependency::Type::kAfterCorr && fn(d)) return true;
+    return false;
+  }
 };
 
 }  // namespace railyard::jobs

@@ -158,7 +158,9 @@ class Pass {
   bool gates_open(const PendingJob& job, double priority, int gpus) {
     const auto& spec = *job.spec;
     if (job.held) return pend(job, priority, PendingReason::kHeld, "held"), false;
-    auto blocked = [&](const jobs::Dependency& d, DependencyState state) {
+    const bool blocked = spec.any_dependency([&](const jobs::Dependency& d) {
+      auto it = s_.dependencies.find(d);
+      const auto state = it == s_.dependencies.end() ? DependencyState::kWaiting : it->second;
       if (state == DependencyState::kNeverSatisfied) {
         plan_.rejected.push_back({job.id, "dependency: " + dependency_broken(d)});
         return true;
@@ -166,18 +168,8 @@ class Pass {
       if (state == DependencyState::kWaiting)
         return pend(job, priority, PendingReason::kDependency, dependency_waiting(d)), true;
       return false;
-    };
-    for (JobId dep : spec.afterok) {
-      auto it = s_.dependencies.find(dep);
-      if (blocked({jobs::Dependency::Type::kAfterOk, dep},
-                  it == s_.dependencies.end() ? DependencyState::kWaiting : it->second))
-        return false;
-    }
-    for (const jobs::Dependency& d : spec.after) {
-      if (d.type == jobs::Dependency::Type::kAfterCorr) continue;  // an array's: its tasks carry theirs
-      auto it = s_.after.find(d);
-      if (blocked(d, it == s_.after.end() ? DependencyState::kWaiting : it->second)) return false;
-    }
+    });
+    if (blocked) return false;
     if (auto q = s_.user_quota.find(spec.user); q != s_.user_quota.end() && user_used_[spec.user] + gpus > q->second) {
       pend(job, priority, PendingReason::kQuotaUser,
            "quota of user " + spec.user + " reached (" + std::to_string(user_used_[spec.user]) + " of " +

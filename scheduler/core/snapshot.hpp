@@ -52,7 +52,7 @@ struct PendingJob {
   int64_t compact_wait_since = -1;
 };
 
-// Whether a dependency is met: an afterok job of JobSpec::afterok, or an entry of JobSpec::after.
+// Whether a dependency (JobSpec::any_dependency) is met.
 enum class DependencyState { kWaiting, kSatisfied, kNeverSatisfied };
 // Why a job waits on `d` ("waits for job 12", "waits for task 3 of array 12 to end"), and why `d` can no
 // longer be met ("job 12 did not complete successfully"); shared by passes and array task creation.
@@ -85,8 +85,7 @@ struct Snapshot {
   std::vector<NodeHealth> health;                       // per NodeId; empty = all up
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
-  std::unordered_map<JobId, DependencyState> dependencies;  // for afterok ids; missing = waiting
-  std::map<jobs::Dependency, DependencyState> after;        // for `after` entries; missing = waiting
+  std::map<jobs::Dependency, DependencyState> dependencies;  // of pending jobs; missing = waiting
   std::unordered_map<std::string, double> user_usage;     // decayed GPU-seconds (see FairShareLedger)
   std::unordered_map<std::string, double> project_usage;
   std::unordered_map<std::string, int> user_quota;        // max GPUs in use at once; missing = unlimited

@@ -395,16 +395,12 @@ void JobTable::corresponding_tasks(jobs::JobSpec& task) const {
 
 std::optional<JobTable::Unmet> JobTable::unmet_dependency(const jobs::JobSpec& parent) const {
   std::optional<Unmet> first;
-  auto check = [&](const jobs::Dependency& d) {
+  parent.any_dependency([&](const jobs::Dependency& d) {
     const auto st = dependency_state(d);
     if (st == sched::DependencyState::kNeverSatisfied) return first = Unmet{d, true}, true;
     if (st == sched::DependencyState::kWaiting && !first) first = Unmet{d, false};
     return false;
-  };
-  for (JobId dep : parent.afterok)
-    if (check({jobs::Dependency::Type::kAfterOk, dep})) return first;
-  for (const auto& d : parent.after)
-    if (d.type != jobs::Dependency::Type::kAfterCorr && check(d)) return first;
+  });
   return first;
 }
 
@@ -416,10 +412,10 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   s.pending.reserve(waiting_.size());
   for (const auto& [id, r] : waiting_) {
     s.pending.push_back({id, &r->spec, r->submit_time, r->state == JobState::kHeld});
-    for (JobId dep : r->spec.afterok)
-      s.dependencies.emplace(dep, dependency_state({jobs::Dependency::Type::kAfterOk, dep}));
-    for (const auto& d : r->spec.after)
-      if (d.type != jobs::Dependency::Type::kAfterCorr) s.after.emplace(d, dependency_state(d));
+    r->spec.any_dependency([&](const jobs::Dependency& d) {
+      s.dependencies.emplace(d, dependency_state(d));
+      return false;
+    });
   }
   s.running.reserve(holding_.size() + draining_.size());
   for (const auto& [id, r] : holding_)

@@ -130,8 +130,8 @@ class JobTable {
 
  private:
   sched::DependencyState dependency_state(const jobs::Dependency& d) const;
-  // Whether array `parent` may create tasks: its afterok and after dependencies (but aftercorr, which its
-  // tasks carry one by one) all met. Else the first unmet one, and whether it can never be met.
+  // Whether array `parent` may create tasks: its dependencies (JobSpec::any_dependency) all met. Else the
+  // first unmet one (one that can never be met, if any), and whether it can never be met.
   struct Unmet {
     jobs::Dependency dep;
     bool never = false;

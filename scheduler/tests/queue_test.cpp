@@ -105,7 +105,8 @@ TEST(Queue, DependenciesWaitThenStartOrFail) {
   jobs::JobSpec u = spec_gpus(1);
   u.afterok = {814};
   JobId ok = h.submit(u);
-  h.snapshot().dependencies = {{813, DependencyState::kNeverSatisfied}, {814, DependencyState::kSatisfied}};
+  h.snapshot().dependencies = {{{jobs::Dependency::Type::kAfterOk, 813}, DependencyState::kNeverSatisfied},
+                               {{jobs::Dependency::Type::kAfterOk, 814}, DependencyState::kSatisfied}};
   auto plan = h.plan();
   EXPECT_EQ(Harness::find_pending(plan, waits)->message, "waits for job 812");
   ASSERT_EQ(plan.rejected.size(), 1u);
