@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 namespace railyard::cli {
 
@@ -27,6 +28,22 @@ void fail(const Error& error) {
 }
 
 void fail_usage(const std::string& message) { fail(invalid(message)); }
+
+CLI::Validator at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        constexpr long long kMax = std::numeric_limits<int>::max();  // the options it checks are ints
+        long long v = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ptr == end && (ec == std::errc::result_out_of_range || (ec == std::errc{} && v > kMax)))
+          return text + " is too large (at most " + std::to_string(kMax) + ")";
+        if (ec != std::errc{} || ptr != end || v < min)
+          return "must be a whole number of at least " + std::to_string(min) + ", not " + text;
+        return {};
+      },
+      ">=" + std::to_string(min));
+}
 
 Result<double> parse_byte_size(std::string_view text) {
   auto bad = [&] { return invalid("bad size \"" + std::string(text) + "\" (examples: 8, 64K, 1M, 1G)"); };

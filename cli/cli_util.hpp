@@ -6,6 +6,10 @@
 
 #include "common/result.hpp"
 
+namespace CLI {
+class Validator;
+}
+
 namespace railyard::cli {
 
 inline constexpr int kExitOk = 0;
@@ -19,6 +23,10 @@ int exit_code(ErrorCode code);
 // (by throwing CLI::RuntimeError, which main() turns into the exit code).
 [[noreturn]] void fail(const Error& error);
 [[noreturn]] void fail_usage(const std::string& message);
+
+// A check for a whole-number option: "--gpus: must be a whole number of at least 1, not 0". CLI11's
+// PositiveNumber and Range print "Value 0 not in range 0.000000 to 1797693134862315708145...".
+CLI::Validator at_least(long long min);
 
 // "8", "64K", "1M", "1.5G", "2GiB", "512kb": binary multiples (K = 1024), as nccl-tests reads them.
 Result<double> parse_byte_size(std::string_view text);

@@ -127,8 +127,7 @@ void add_queue_command(CLI::App& app) {
         return s;
       });
   cmd->add_flag("-a,--all", o->all, "Finished jobs too");
-  cmd->add_option("--array", o->array, "Only the tasks of this array (its job id)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--array", o->array, "Only the tasks of this array (its job id)")->check(at_least(1));
   cmd->add_flag("--json", o->json, "The API's JSON: {\"jobs\": [...]}");
   add_server_options(*cmd, o->server);
   cmd->footer(R"(Examples:

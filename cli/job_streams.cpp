@@ -64,7 +64,7 @@ void add_logs_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("logs", "Print a job's output (one rank's stdout or stderr)");
   cmd->add_option("job", o->job, "Job id")->required();
   cmd->add_flag("-f,--follow", o->follow, "Keep printing new output until the job ends");
-  cmd->add_option("--rank", o->rank, "Rank whose log to read")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rank", o->rank, "Rank whose log to read")->capture_default_str()->check(at_least(0));
   cmd->add_flag("--err", o->err, "Standard error instead of standard output");
   cmd->add_option("--poll", o->poll_s, "Seconds between reads with -f")->capture_default_str();
   add_server_options(*cmd, o->server);

@@ -147,9 +147,9 @@ void add_submit_command(CLI::App& app) {
   auto o = std::make_shared<SubmitOptions>();
   auto* cmd = app.add_subcommand("submit", "Submit a job: a JSON job file, a Slurm batch script, or a command");
   cmd->add_option("job", o->args, "JOB.json or SCRIPT.sh, or (after --) the command and its arguments");
-  cmd->add_option("--gpus", o->gpus, "Total GPUs (the scheduler picks the node split)")->check(CLI::PositiveNumber);
-  cmd->add_option("--nodes", o->nodes, "Exactly this many nodes (with --gpus-per-node)")->check(CLI::PositiveNumber);
-  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node")->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus", o->gpus, "Total GPUs (the scheduler picks the node split)")->check(at_least(1));
+  cmd->add_option("--nodes", o->nodes, "Exactly this many nodes (with --gpus-per-node)")->check(at_least(1));
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node")->check(at_least(1));
   cmd->add_option("--name", o->name, "Job name (default: the command's or file's name)");
   cmd->add_option("--time", o->time, "Time limit: 2h, 90m, 1-00:00:00, HH:MM:SS (default 1h)");
   cmd->add_option("--qos", o->qos, "Quality of service")->check(CLI::IsMember({"high", "normal", "scavenger"}));

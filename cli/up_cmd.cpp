@@ -206,9 +206,12 @@ void add_up_command(CLI::App& app) {
   cmd->add_option("--profile", o->profile, "Node profile (dgx-h100, dgx-a100, ...)")->capture_default_str();
   cmd->add_option("--state-dir", o->state_dir, "Database, logs, secret, pids (default: " + default_state_dir() + ")");
   cmd->add_option("--port", o->port, "Scheduler port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
-  cmd->add_option("--emulate-nodes", o->emulate_nodes, "Nodes per agent process (default: one agent per node)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--leaf-size", o->leaf_size, "Nodes per leaf switch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--emulate-nodes", o->emulate_nodes,
+                  "Nodes per agent process (default: one agent per node)")
+      ->check(at_least(1));
+  cmd->add_option("--leaf-size", o->leaf_size, "Nodes per leaf switch")
+      ->capture_default_str()
+      ->check(at_least(1));
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the scheduler and for every node to be up")
       ->capture_default_str();
   cmd->add_flag("--no-agents", o->no_agents, "Start the scheduler only");

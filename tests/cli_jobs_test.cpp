@@ -159,6 +159,18 @@ void CliJobs::BadFlagsAndBadSpecsExit2() {
   auto r = c.run({"submit", "--nodes", "1", "--gpus-per-node", "9", "--", "true"}, c.ada());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("gpus_per_node=9"), std::string::npos) << r.err;
+  for (const char* gpus : {"0", "-3", "2.5", "eight"}) {
+    auto zero = c.run({"submit", "--gpus", gpus, "--", "true"}, c.ada());
+    EXPECT_EQ(zero.code, 2) << gpus;
+    EXPECT_NE(zero.err.find(std::string("--gpus: must be a whole number of at least 1, not ") + gpus),
+              std::string::npos)
+        << zero.err;
+  }
+  auto huge = c.run({"submit", "--gpus", "99999999999999999999", "--", "true"}, c.ada());
+  EXPECT_EQ(huge.code, 2);
+  EXPECT_NE(huge.err.find("--gpus: 99999999999999999999 is too large (at most 2147483647)"),
+            std::string::npos)
+      << huge.err;
   write_text(c.file("typo.json"), R"({"gpu": 8, "command": ["true"]})");
   auto typo = c.run({"submit", c.file("typo.json")}, c.ada());
   EXPECT_EQ(typo.code, 2);
