@@ -830,8 +830,9 @@ TEST(ServiceDependencies, AfteranyAndAfternotokStartOnTheEndsTheyName) {
   }
   // In one batch, a job may name an earlier job of that batch (the ids are given in order).
   jobs::JobSpec second = eight_gpus({{T::kAfterAny, next}});
-  EXPECT_TRUE(w.svc->prepare(second, w.ada, 1));
-  EXPECT_FALSE(w.svc->prepare(second, w.ada, 0));
+  const jobs::JobSpec first = eight_gpus();
+  EXPECT_TRUE(w.svc->prepare(second, w.ada, std::span(&first, 1)));
+  EXPECT_FALSE(w.svc->prepare(second, w.ada));
 
   w.end({x}, JobState::kFailed, 1);  // ended, not completed: both of x's dependents start
   EXPECT_EQ(w.job(any_x).state, JobState::kStarting);
@@ -882,6 +883,47 @@ TEST(ServiceDependencies, ADependencyOnOneTaskWaitsForThatTaskAlone) {
   EXPECT_EQ(refused({T::kAfterAny, 999, 1}).substr(0, 56),
             "dependency afterany:999_1: job 999 is not an earlier job");
   EXPECT_EQ(refused({T::kAfterAny, a, 5}), "accepted");
+}
+
+// The array a task dependency names may not be in the table yet: earlier in the same batch, or submitted
+// by another call whose commit has not happened.
+TEST(ServiceDependencies, ATaskOfAnArrayNotOnDiskYetCanBeNamed) {
+  using T = jobs::Dependency::Type;
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  w.reopen();
+  const jobs::JobId next = w.svc->table().next_id();
+  jobs::JobSpec batch[2] = {eight_gpus(), eight_gpus({{T::kAfterOk, next, 3}})};
+  batch[0].array = jobs::parse_array_spec("0-3").value();
+  ASSERT_TRUE(w.svc->prepare(batch[0], w.ada));
+  auto st = w.svc->prepare(batch[1], w.ada, std::span(batch, 1));
+  ASSERT_TRUE(st) << st.error().message;
+  jobs::JobSpec no_task = eight_gpus({{T::kAfterOk, next, 4}});
+  st = w.svc->prepare(no_task, w.ada, std::span(batch, 1));
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "dependency afterok:" + std::to_string(next) + "_4: array " +
+                                    std::to_string(next) + " (0-3) has no task 4");
+  std::vector<jobs::JobId> ids;
+  w.svc->submit({batch[0], batch[1]}, w.ada, [&](Result<std::vector<jobs::JobId>> r) { ids = r.value(); });
+  // Not committed yet (the fake loop has not run): another call may already name a task of the array,
+  // and aftercorr on it.
+  ASSERT_EQ(w.svc->table().find(next), nullptr);
+  jobs::JobSpec corr = eight_gpus({{T::kAfterCorr, next}});
+  corr.array = jobs::parse_array_spec("2-3").value();
+  st = w.svc->prepare(corr, w.ada);
+  ASSERT_TRUE(st) << st.error().message;
+  jobs::JobSpec on_plain = eight_gpus({{T::kAfterOk, next + 1, 0}});
+  st = w.svc->prepare(on_plain, w.ada);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "dependency afterok:" + std::to_string(next + 1) + "_0: job " +
+                                    std::to_string(next + 1) + " is not an array");
+  w.loop.run();
+  ASSERT_EQ(ids, (std::vector<jobs::JobId>{next, next + 1}));
+  EXPECT_EQ(w.job(next + 1).reason, "dependency: waits for task 3 of array " + std::to_string(next));
+  const jobs::JobId c = w.submit(corr);
+  EXPECT_EQ(w.job(w.tasks(c)[0]).spec.after, (std::vector<jobs::Dependency>{{T::kAfterOk, next, 2}}));
+  w.end({w.tasks(next)[3]}, JobState::kCompleted, 0);
+  EXPECT_EQ(w.job(next + 1).state, JobState::kStarting);
 }
 
 TEST(ServiceDependencies, AftercorrMakesEachTaskFollowTheTaskWithItsIndexAcrossARestart) {

@@ -325,7 +325,7 @@ HttpResponse Router::list_jobs(const Route& route) {
 void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batch, const Reply& reply) {
   std::vector<jobs::JobSpec> specs;
   auto add = [&](Result<jobs::JobSpec> spec, const std::string& where) -> bool {
-    Status s = spec ? service_.prepare(*spec, who, specs.size()) : Status(spec.error());
+    Status s = spec ? service_.prepare(*spec, who, specs) : Status(spec.error());
     if (!s) {
       Error e = s.error();
       e.message = where + e.message;

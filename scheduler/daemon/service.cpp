@@ -138,7 +138,25 @@ Result<std::optional<Caller>> Service::authenticate(const std::string& token) {
   return std::optional<Caller>(c);
 }
 
-Status Service::prepare(jobs::JobSpec& spec, const Caller& who, size_t position) const {
+const jobs::JobSpec* Service::submitted_spec(JobId id, std::span<const jobs::JobSpec> earlier) const {
+  if (const JobRecord* r = table_.find(id)) return &r->spec;
+  if (id >= next_id_) return id - next_id_ < earlier.size() ? &earlier[id - next_id_] : nullptr;
+  // Below next_id_ and not in the table: queued or being committed (ids ascend through both), or lost to
+  // a failed commit.
+  auto in = [id](const std::vector<JobRecord>& jobs) -> const jobs::JobSpec* {
+    auto it =
+        std::lower_bound(jobs.begin(), jobs.end(), id, [](const JobRecord& r, JobId v) { return r.id < v; });
+    return it != jobs.end() && it->id == id ? &it->spec : nullptr;
+  };
+  if (submit_in_flight_)
+    if (const auto* spec = in(submit_in_flight_->batch.inserts)) return spec;
+  for (const auto& q : queue_)
+    if (const auto* spec = in(q.jobs)) return spec;
+  return nullptr;
+}
+
+Status Service::prepare(jobs::JobSpec& spec, const Caller& who,
+                        std::span<const jobs::JobSpec> earlier) const {
   if (spec.user.empty()) spec.user = who.user;
   if (spec.user != who.user && !who.admin())
     return Error{ErrorCode::kPermission, "user " + who.user + " may not submit jobs as " + spec.user};
@@ -150,8 +168,8 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who, size_t position)
   // A dependency names a job submitted before this one: ids only grow, so a later id (this job's own
   // included) would wait forever. submit() gives the specs of one call the ids from next_id_ on, in order:
   // an earlier job of the same batch counts. On a task it names an array and one of its indexes; aftercorr
-  // names an array.
-  const JobId own = next_id_ + static_cast<JobId>(position);
+  // names an array. That array may be earlier in the batch or not on disk yet (submitted_spec).
+  const JobId own = next_id_ + static_cast<JobId>(earlier.size());
   auto not_yet = [&](JobId id, const std::string& text) {
     return invalid("dependency " + text + ": job " + std::to_string(id) +
                    " is not an earlier job (this one will be job " + std::to_string(own) +
@@ -162,13 +180,13 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who, size_t position)
   for (const auto& d : spec.after) {
     if (d.job >= own) return not_yet(d.job, d.text());
     if (d.task < 0 && d.type != jobs::Dependency::Type::kAfterCorr) continue;
-    const JobRecord* target = table_.find(d.job);
+    const jobs::JobSpec* target = submitted_spec(d.job, earlier);
     if (!target) return invalid("dependency " + d.text() + ": job " + std::to_string(d.job) + " not found");
-    if (!target->spec.array)
+    if (!target->array)
       return invalid("dependency " + d.text() + ": job " + std::to_string(d.job) + " is not an array");
-    if (d.task >= 0 && !target->spec.array->position_of(d.task))
+    if (d.task >= 0 && !target->array->position_of(d.task))
       return invalid("dependency " + d.text() + ": array " + std::to_string(d.job) + " (" +
-                     target->spec.array->text() + ") has no task " + std::to_string(d.task));
+                     target->array->text() + ") has no task " + std::to_string(d.task));
   }
   return jobs::validate_against_cluster(spec, table_.cluster());
 }
@@ -227,7 +245,7 @@ void Service::flush_submits() {
     if (work->status) committed(b.durability);
     return submits_committed(work);
   }
-  submit_in_flight_ = true;
+  submit_in_flight_ = work;
   std::weak_ptr<char> alive = alive_;
   submit_executor_([this, work, alive] {
     work->status = submit_store_->commit(work->batch);
@@ -238,7 +256,7 @@ void Service::flush_submits() {
 }
 
 void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
-  if (std::exchange(submit_in_flight_, false) && queued_jobs_ >= submit_thread_min_jobs_)
+  if (std::exchange(submit_in_flight_, nullptr) && queued_jobs_ >= submit_thread_min_jobs_)
     flush_submits();  // what queued meanwhile starts writing while this one is applied
   const Status& s = work->status;
   const WriteBatch& b = work->batch;

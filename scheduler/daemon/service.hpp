@@ -46,6 +46,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -156,9 +157,10 @@ class Service {
   Result<std::optional<Caller>> authenticate(const std::string& token);
 
   // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
-  // for someone else. `position`: the spec's place in the submit() call that follows (a batch's index),
-  // which gives its id: a dependency may name only a lower one.
-  Status prepare(jobs::JobSpec& spec, const Caller& who, size_t position = 0) const;
+  // for someone else. `earlier`: the specs before this one in the submit() call that follows (a batch's
+  // entries so far), which give its id: a dependency may name only a lower one, and may name a task of
+  // an array among them.
+  Status prepare(jobs::JobSpec& spec, const Caller& who, std::span<const jobs::JobSpec> earlier = {}) const;
   // Queues prepared specs; `done` runs after their commit with their ids, in order.
   void submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done);
 
@@ -181,6 +183,10 @@ class Service {
   };
   struct PassWork;
   struct SubmitWork;
+  // The spec of a job submitted before one with `earlier` in front of it in its own call: in the table,
+  // among `earlier`, or still on its way to disk (queued, or in the submit commit in flight); nullptr if
+  // no such job was submitted.
+  const jobs::JobSpec* submitted_spec(JobId id, std::span<const jobs::JobSpec> earlier) const;
   class PassThread;
   void post_flush(uint64_t seen, int quiet_turns, int turns);
   void flush_submits();
@@ -208,7 +214,7 @@ class Service {
   JobId next_id_ = 1;
   std::vector<QueuedSubmit> queue_;
   bool flush_posted_ = false;
-  bool submit_in_flight_ = false;  // a submit commit runs on submit_executor_
+  std::shared_ptr<const SubmitWork> submit_in_flight_;  // the commit running on submit_executor_
   size_t queued_jobs_ = 0;         // jobs in queue_
   uint64_t submit_arrivals_ = 0;   // submit() calls so far
   size_t submit_thread_min_jobs_ = kSubmitThreadMinJobs;
