@@ -560,7 +560,8 @@ struct ArrayWorld {
   int64_t now = 5000;
   const daemon::Caller ada{"ada", store::Role::kUser};
 
-  void reopen() {
+  // `before_open`: what a test sets on the new service before open() (a submit committer).
+  void reopen(const std::function<void(daemon::Service&)>& before_open = {}) {
     svc.reset();
     loop.work.clear();
     auto st = SqliteStateStore::open(dir.file("a.db"));
@@ -570,6 +571,7 @@ struct ArrayWorld {
         [this](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
     svc =
         std::make_unique<daemon::Service>(*cluster, std::move(*st), std::move(fake), [this] { return now; });
+    if (before_open) before_open(*svc);
     ASSERT_TRUE(svc->open());
     loop.run();
   }
@@ -924,6 +926,42 @@ TEST(ServiceDependencies, ATaskOfAnArrayNotOnDiskYetCanBeNamed) {
   EXPECT_EQ(w.job(w.tasks(c)[0]).spec.after, (std::vector<jobs::Dependency>{{T::kAfterOk, next, 2}}));
   w.end({w.tasks(next)[3]}, JobState::kCompleted, 0);
   EXPECT_EQ(w.job(next + 1).state, JobState::kStarting);
+}
+
+// The same while the array's commit runs on the submit thread (held here until the test lets it run).
+TEST(ServiceDependencies, ATaskOfAnArrayInTheSubmitCommitInFlightCanBeNamed) {
+  using T = jobs::Dependency::Type;
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  std::vector<std::function<void()>> held;
+  w.reopen([&](daemon::Service& s) {
+    auto second = SqliteStateStore::open(w.dir.file("a.db"));
+    ASSERT_TRUE(second);
+    s.set_submit_committer(
+        std::move(*second), [&](std::function<void()> fn) { held.push_back(std::move(fn)); }, 1);
+  });
+  jobs::JobSpec array = eight_gpus();
+  array.array = jobs::parse_array_spec("0-3").value();
+  ASSERT_TRUE(w.svc->prepare(array, w.ada));
+  const jobs::JobId a = w.svc->table().next_id();
+  std::vector<jobs::JobId> ids;
+  w.svc->submit({array}, w.ada, [&](Result<std::vector<jobs::JobId>> r) { ids = r.value(); });
+  w.loop.run();  // the flush hands the commit to the submit thread
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_EQ(w.svc->table().find(a), nullptr);
+  jobs::JobSpec on_task = eight_gpus({{T::kAfterOk, a, 2}});
+  auto st = w.svc->prepare(on_task, w.ada);
+  EXPECT_TRUE(st) << st.error().message;
+  jobs::JobSpec no_task = eight_gpus({{T::kAfterOk, a, 7}});
+  st = w.svc->prepare(no_task, w.ada);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "dependency afterok:" + std::to_string(a) + "_7: array " + std::to_string(a) +
+                                    " (0-3) has no task 7");
+  held.front()();
+  held.clear();
+  w.loop.run();
+  EXPECT_EQ(ids, (std::vector<jobs::JobId>{a}));
+  EXPECT_NE(w.svc->table().find(a), nullptr);
 }
 
 TEST(ServiceDependencies, AftercorrMakesEachTaskFollowTheTaskWithItsIndexAcrossARestart) {
