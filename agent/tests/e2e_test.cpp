@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <fstream>
 #include <functional>
 #include <map>
@@ -14,6 +13,7 @@
 #include <thread>
 
 #include "tests/daemon_client.hpp"
+#include "tests/fault_util.hpp"
 
 namespace railyard::agent {
 namespace {
@@ -73,22 +73,9 @@ class Agent {
   pid_t pid_ = 0;
 };
 
-// Living `sleep <...marker...>` processes.
-std::vector<pid_t> sleeps_with(const std::string& marker) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ifstream stat(entry.path() / "stat");
-    std::string st((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const bool zombie = st.find(") Z ") != std::string::npos;
-    if (!zombie && cmdline.rfind("sleep", 0) == 0 && cmdline.find(marker) != std::string::npos)
-      pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
+// Living `sleep <...marker...>` processes (fault_util.hpp reads /proc without throwing when one exits
+// mid-read).
+std::vector<pid_t> sleeps_with(const std::string& marker) { return railyard::testing::sleeps_with(marker); }
 int processes_with(const std::string& marker) { return static_cast<int>(sleeps_with(marker).size()); }
 
 class AgentE2E : public ::testing::Test {
