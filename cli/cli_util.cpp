@@ -36,7 +36,8 @@ CLI::Validator at_least(long long min) {
         long long v = 0;
         const char* end = text.data() + text.size();
         auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (ptr == end && (ec == std::errc::result_out_of_range || (ec == std::errc{} && v > kMax)))
+        const bool huge = ec == std::errc::result_out_of_range && text[0] != '-';
+        if (ptr == end && (huge || (ec == std::errc{} && v > kMax)))
           return text + " is too large (at most " + std::to_string(kMax) + ")";
         if (ec != std::errc{} || ptr != end || v < min)
           return "must be a whole number of at least " + std::to_string(min) + ", not " + text;

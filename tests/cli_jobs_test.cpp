@@ -159,7 +159,7 @@ void CliJobs::BadFlagsAndBadSpecsExit2() {
   auto r = c.run({"submit", "--nodes", "1", "--gpus-per-node", "9", "--", "true"}, c.ada());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("gpus_per_node=9"), std::string::npos) << r.err;
-  for (const char* gpus : {"0", "-3", "2.5", "eight"}) {
+  for (const char* gpus : {"0", "-3", "2.5", "eight", "-99999999999999999999"}) {
     auto zero = c.run({"submit", "--gpus", gpus, "--", "true"}, c.ada());
     EXPECT_EQ(zero.code, 2) << gpus;
     EXPECT_NE(zero.err.find(std::string("--gpus: must be a whole number of at least 1, not ") + gpus),
