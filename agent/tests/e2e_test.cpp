@@ -73,9 +73,8 @@ class Agent {
   pid_t pid_ = 0;
 };
 
-// Living `sleep <...marker...>` processes (fault_util.hpp reads /proc without throwing when one exits
-// mid-read).
-std::vector<pid_t> sleeps_with(const std::string& marker) { return railyard::testing::sleeps_with(marker); }
+// Living `sleep <...marker...>` processes (fault_util.hpp's /proc scan, which skips one that exits mid-read).
+using railyard::testing::sleeps_with;
 int processes_with(const std::string& marker) { return static_cast<int>(sleeps_with(marker).size()); }
 
 class AgentE2E : public ::testing::Test {
