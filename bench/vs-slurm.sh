@@ -14,7 +14,7 @@
 #   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-r RUNS] [-N "1024 256 128"] [-l LEAF]
 #                     [-w DIR] [-t E2E_TIMEOUT_S] [-u SLURM_DIR] [-W WARMUP_JOBS]
 #
-# -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; "none": skip; minutes
+# -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; "none": skip either; minutes
 # per 1,000 jobs on 2 cores). -u: use a Slurm that bench/slurm/setup.sh already started in SLURM_DIR (its node
 # count is used for Railyard too; it is left running). -r: measure each N RUNS times, Slurm and Railyard in
 # turn (default 1); the table then gives each system's median and, under the ratio, the lowest and highest
@@ -115,6 +115,7 @@ for n in $SINGLE_SIZES; do
   done
 done
 for n in $SIZES; do
+  [[ $n == none ]] && continue
   for ((run = 1; run <= RUNS; run++)); do
     measure_floor bulk "$n" "$run"
     measure slurm bulk "$n" "$run" "$CTLD" slurm_bulk slurm_active
