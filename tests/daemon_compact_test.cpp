@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "scheduler/daemon/service.hpp"
 #include "scheduler/store/sqlite_store.hpp"
@@ -27,13 +29,22 @@ class CompactDaemon {
                    {"name": "spine", "level": "spine", "children": ["leaf1", "leaf2"]}]})");
     if (!c) throw std::runtime_error(c.error().message);
     cluster_ = std::make_unique<topology::Cluster>(std::move(*c));
-    auto st = store::SqliteStateStore::open(dir.file("s.db"));
+    db_ = dir.file("s.db");
+    reopen();
+  }
+  // A new service on the same database, as after a restart (posted work and timers of the old one dropped).
+  void reopen(std::optional<sched::PolicyConfig> policy = std::nullopt) {
+    svc.reset();
+    work_.clear();
+    timers.clear();
+    auto st = store::SqliteStateStore::open(db_);
     if (!st) throw std::runtime_error(st.error().message);
     Loop loop{[this](std::function<void()> fn) { work_.push_back(std::move(fn)); },
               [this](std::chrono::milliseconds delay, std::function<void()> fn) {
                 timers.push_back({delay, std::move(fn)});
               }};
     svc = std::make_unique<Service>(*cluster_, std::move(*st), std::move(loop), [this] { return now; });
+    if (policy) svc->set_policy(*policy);
     if (!svc->open()) throw std::runtime_error("open failed");
     run();
   }
@@ -78,6 +89,7 @@ class CompactDaemon {
 
  private:
   std::unique_ptr<topology::Cluster> cluster_;
+  std::string db_;
   std::deque<std::function<void()>> work_;
 };
 
@@ -111,6 +123,40 @@ TEST(DaemonCompactWait, WaitsWithAReasonKeepsItsClockAndStartsWhenTheWaitEnds) {
   d.fire_timers();
   ASSERT_EQ(d.job(two).state, JobState::kStarting) << d.job(two).reason;
   EXPECT_EQ(d.job(two).leaves_spanned, 2);
+}
+
+// The wait's start is in the job's record: a scheduler restarted halfway through the wait ends it when it
+// would have ended, not a whole wait after the restart.
+TEST(DaemonCompactWait, ARestartKeepsTheWaitsClock) {
+  testing::TempDir dir;
+  CompactDaemon d(dir);
+  sched::PolicyConfig policy;
+  policy.compact_wait_s = 300;
+  d.svc->set_policy(policy);
+  d.submit(8);  // n1
+  ASSERT_TRUE(d.svc->set_node_health("n4", sched::NodeHealth::kDrain, "test", CompactDaemon::kAdmin));
+  d.run();
+  const jobs::JobId two = d.submit(16);  // waits from t=1000
+  ASSERT_EQ(d.job(two).state, JobState::kPending);
+  EXPECT_EQ(d.job(two).compact_since, std::optional<int64_t>(1000));
+
+  d.now = 1200;
+  d.reopen(policy);
+  ASSERT_EQ(d.job(two).state, JobState::kPending) << d.job(two).reason;
+  EXPECT_EQ(d.job(two).compact_since, std::optional<int64_t>(1000));
+  EXPECT_NE(d.job(two).reason.find("starts anyway at t=1300"), std::string::npos) << d.job(two).reason;
+  bool posted = false;
+  for (const auto& t : d.timers)
+    posted = posted || (t.first >= std::chrono::seconds(99) && t.first <= std::chrono::milliseconds(100'100));
+  EXPECT_TRUE(posted) << "a pass for the end of the wait, 100 s after the restart";
+
+  d.now = 1300;
+  d.fire_timers();
+  ASSERT_EQ(d.job(two).state, JobState::kStarting) << d.job(two).reason;
+  EXPECT_EQ(d.job(two).leaves_spanned, 2);
+  EXPECT_FALSE(d.job(two).compact_since) << "cleared at the start: a requeue waits afresh";
+  d.reopen(policy);
+  EXPECT_FALSE(d.job(two).compact_since);
 }
 
 TEST(DaemonCompactWait, ZeroStartsAtOnce) {

@@ -110,14 +110,19 @@ TEST(SqliteStore, EventsAndMetricsKeepTheirNumbersWithoutAutoincrement) {
     }
     return b;
   };
+  ASSERT_TRUE(SqliteStateStore::open(file, 4));
   {
-    auto v4 = SqliteStateStore::open(file, 4);
-    ASSERT_TRUE(v4);
-    ASSERT_TRUE((*v4)->commit(batch(1)));
-  }
-  {
-    sqlite3* db = nullptr;  // a gap at the start, as after rows were added and rolled back
+    // Rows as version 4 wrote them (today's store writes columns version 4 lacks), numbered by AUTOINCREMENT;
+    // then a gap at the start, as after rows were added and rolled back.
+    sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+    for (int i = 1; i <= 3; ++i) {
+      const std::string sql =
+          "INSERT INTO events(subject, time, actor, what, time_ms) VALUES ('job:" + std::to_string(i) +
+          "', 5, 'ada', 'submitted', 5000); INSERT INTO metrics(job, alloc, key, time, data) VALUES (" +
+          std::to_string(i) + ", '" + std::to_string(i) + ".1', 'run_start', 1.5, '{}')";
+      ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    }
     ASSERT_EQ(sqlite3_exec(db, "UPDATE events SET seq = seq + 10; UPDATE metrics SET seq = seq + 20", nullptr,
                            nullptr, nullptr),
               SQLITE_OK);

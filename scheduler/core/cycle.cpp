@@ -151,7 +151,8 @@ class Pass {
   }
 
   void pend(const PendingJob& job, double priority, PendingReason reason, std::string message) {
-    plan_.pending.push_back({job.id, reason, s_.config.explain ? std::move(message) : std::string(), std::nullopt, priority});
+    plan_.pending.push_back({job.id, reason, s_.config.explain ? std::move(message) : std::string(),
+                             std::nullopt, priority, std::nullopt});
   }
 
   // Held, dependency and quota gates; false when the job cannot be considered now.
@@ -330,6 +331,7 @@ class Pass {
     }
     pend(job, priority, PendingReason::kCompact, std::move(message));
     plan_.pending.back().estimated_start = found ? std::min(found->start_time, deadline) : deadline;
+    plan_.pending.back().compact_since = since;
     plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
     if (!cfg.backfill) blocked_by_ = job.id;
     if (!found) return true;

@@ -50,6 +50,8 @@ struct PendingInfo {
   std::string message;                    // "needs 32 whole nodes in one leaf group; 19 free"
   std::optional<int64_t> estimated_start; // set when the job has a reservation
   double priority = 0;
+  // kCompact: when the wait began (PendingJob::compact_wait_since, or this pass's time for a new wait).
+  std::optional<int64_t> compact_since;
 };
 
 // A job that can never run as asked (e.g. 9 GPUs per node on 8-GPU nodes, a failed dependency).

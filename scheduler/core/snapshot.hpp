@@ -48,7 +48,8 @@ struct PendingJob {
   int64_t submit_time = 0;
   bool held = false;
   // When a pass first made the job wait for a compact placement (PendingReason::kCompact), as the shell
-  // recorded it from that pass's plan and passes back every pass after; -1: not yet (the wait starts now).
+  // recorded it from that pass's plan (PendingInfo::compact_since) and passes back every pass after; -1:
+  // not yet (the wait starts now).
   int64_t compact_wait_since = -1;
 };
 

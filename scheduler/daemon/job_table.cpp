@@ -23,7 +23,8 @@ bool same_mutable(const JobRecord& a, const JobRecord& b) {
          a.exit_code == b.exit_code && a.reason == b.reason && a.gpus == b.gpus &&
          same_slices(a.slices, b.slices) && a.nodes == b.nodes && a.leaves_spanned == b.leaves_spanned &&
          a.min_leaves == b.min_leaves && a.estimated_start == b.estimated_start &&
-         a.time_to_train_s == b.time_to_train_s && a.attempt == b.attempt;
+         a.time_to_train_s == b.time_to_train_s && a.attempt == b.attempt &&
+         a.compact_since == b.compact_since;
 }
 
 // Copies of the jobs a plan touches, collected so that several changes to one job become one update.
@@ -69,6 +70,7 @@ void copy_mutable(const JobRecord& from, JobRecord& to) {
   to.estimated_start = from.estimated_start;
   to.time_to_train_s = from.time_to_train_s;
   to.attempt = from.attempt;
+  to.compact_since = from.compact_since;
 }
 
 void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, int64_t now) {
@@ -82,6 +84,7 @@ void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, 
   r.start_time = now;
   r.reason.clear();
   r.estimated_start.reset();
+  r.compact_since.reset();
   ++r.attempt;
 }
 
@@ -411,7 +414,8 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   s.now = now;
   s.pending.reserve(waiting_.size());
   for (const auto& [id, r] : waiting_) {
-    s.pending.push_back({id, &r->spec, r->submit_time, r->state == JobState::kHeld});
+    s.pending.push_back(
+        {id, &r->spec, r->submit_time, r->state == JobState::kHeld, r->compact_since.value_or(-1)});
     r->spec.any_dependency([&](const jobs::Dependency& d) {
       s.dependencies.emplace(d, dependency_state(d));
       return false;
@@ -475,6 +479,14 @@ JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t no
                         "placed on " + std::to_string(p.gpus.size() + p.slices.size()) + " GPUs, " +
                             std::to_string(p.nodes.size()) + " nodes, " + std::to_string(p.leaves_spanned) +
                             " leaves"});
+  }
+  // A compact wait's start is written once, when it begins (unlike reasons), so that a restart ends the wait
+  // when it would have ended.
+  for (const auto& info : plan.pending) {
+    if (!info.compact_since) continue;
+    const JobRecord* cur = ch.current(info.job);
+    if (cur && cur->state == JobState::kPending && !cur->compact_since)
+      ch.touch(info.job)->compact_since = info.compact_since;
   }
   note_reasons(plan.pending, waiting_, ch, out.notes);
   // A reservation's job is in plan.pending with the same estimated_start (handled above).

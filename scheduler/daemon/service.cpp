@@ -140,7 +140,10 @@ Result<std::optional<Caller>> Service::authenticate(const std::string& token) {
 
 const jobs::JobSpec* Service::submitted_spec(JobId id, std::span<const jobs::JobSpec> earlier) const {
   if (const JobRecord* r = table_.find(id)) return &r->spec;
-  if (id >= next_id_) return id - next_id_ < earlier.size() ? &earlier[id - next_id_] : nullptr;
+  if (id >= next_id_) {
+    const auto k = static_cast<size_t>(id - next_id_);
+    return k < earlier.size() ? &earlier[k] : nullptr;
+  }
   // Below next_id_ and not in the table: queued or being committed (ids ascend through both), or lost to
   // a failed commit.
   auto in = [id](const std::vector<JobRecord>& jobs) -> const jobs::JobSpec* {
@@ -437,10 +440,6 @@ void Service::run_pass() {
   tend_arrays();
   work->snap = table_.snapshot(clock_());
   work->snap.config = policy_;
-  if (!compact_since_.empty())
-    for (auto& job : work->snap.pending)
-      if (auto it = compact_since_.find(job.id); it != compact_since_.end())
-        job.compact_wait_since = it->second;
   work->snapshot_time = Clock::now() - work->start;
   if (work->snap.pending.empty()) return;
   pass_in_flight_ = true;
@@ -485,18 +484,9 @@ void Service::tend_arrays() {
   stats_.array_tasks_total += static_cast<int64_t>(b.inserts.size());
 }
 
-// Keeps the compact-wait clocks of the jobs still waiting (every pending job that did not start is in
-// plan.pending), starts the clocks of new waits at the pass's time, and posts a pass for the earliest end
-// of a wait: nothing else may happen then.
+// Posts a pass for the earliest end of a compact wait: nothing else may happen then. (When each wait began
+// goes into the job's record: JobTable::plan_changes.)
 void Service::note_compact_waits(const PassWork& work) {
-  std::unordered_map<JobId, int64_t> kept;
-  for (const auto& info : work.plan.pending) {
-    if (auto it = compact_since_.find(info.job); it != compact_since_.end())
-      kept.emplace(info.job, it->second);
-    else if (info.reason == sched::PendingReason::kCompact)
-      kept.emplace(info.job, work.snap.now);
-  }
-  compact_since_ = std::move(kept);
   const auto wake = work.plan.wake_at;
   if (!wake || !loop_.post_after || (wake_posted_ && *wake_posted_ <= *wake)) return;
   wake_posted_ = *wake;

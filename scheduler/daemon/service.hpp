@@ -236,10 +236,8 @@ class Service {
   sched::Scheduler scheduler_;
   std::shared_ptr<PassWork> last_work_;
   sched::PolicyConfig policy_;
-  // Loop only. When a pass first made each waiting job wait for a compact placement (the core's
-  // PendingJob::compact_wait_since; in memory: a restart starts the waits again), and the time of the pass
-  // posted for the earliest end of such a wait (Plan::wake_at), if one is posted.
-  std::unordered_map<JobId, int64_t> compact_since_;
+  // Loop only. The time of the pass posted for the earliest end of a compact wait (Plan::wake_at), if one
+  // is posted. When each wait began is in the job's record (JobRecord::compact_since, persisted).
   std::optional<int64_t> wake_posted_;
   Executor executor_;
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // expired once destruction starts

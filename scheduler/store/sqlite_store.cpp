@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 5> kMigrations = {
+constexpr std::array<std::string_view, 6> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -65,6 +65,9 @@ constexpr std::array<std::string_view, 5> kMigrations = {
        ALTER TABLE metrics_5 RENAME TO metrics;
        CREATE INDEX metrics_by_job ON metrics(job, seq);
        DELETE FROM sqlite_sequence WHERE name IN ('events', 'metrics');)",
+    // 6: when a pass first made a pending job wait for a compact placement, so a restart ends the wait when
+    // it would have ended (NULL: not waiting, or not since its last start).
+    R"(ALTER TABLE jobs ADD COLUMN compact_since INTEGER;)",
 };
 
 // gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
@@ -128,6 +131,7 @@ JobRecord read_job(const sql::Stmt& q) {
   r.estimated_start = q.opt_int64(12);
   r.time_to_train_s = q.opt_real(13);
   r.attempt = static_cast<int>(q.int64(14));
+  r.compact_since = q.opt_int64(15);
   return r;
 }
 
@@ -144,7 +148,8 @@ void bind_mutable(sql::Stmt& st, int first, const JobRecord& r) {
       .bind(first + 8, int64_t{r.min_leaves})
       .bind(first + 9, r.estimated_start)
       .bind(first + 10, r.time_to_train_s)
-      .bind(first + 11, int64_t{r.attempt});
+      .bind(first + 11, int64_t{r.attempt})
+      .bind(first + 12, r.compact_since);
 }
 
 template <typename F>
@@ -219,10 +224,10 @@ void SqliteStateStore::migrate(int target_version) {
 Result<StoredState> SqliteStateStore::load() {
   return guarded([&]() -> Result<StoredState> {
     StoredState s;
-    sql::Stmt q(
-        db_,
-        "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
-        "leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt FROM jobs ORDER BY id");
+    sql::Stmt q(db_,
+                "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
+                "leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt, compact_since FROM "
+                "jobs ORDER BY id");
     while (q.step()) s.jobs.push_back(read_job(q));
     sql::Stmt n(db_, "SELECT name, health, reason FROM nodes ORDER BY name");
     while (n.step()) s.nodes.push_back({n.text(0), parse_health(n.text(1)), n.text(2)});
@@ -256,11 +261,14 @@ struct SqliteStateStore::Statements {
   explicit Statements(sqlite3* db)
       : ins(db,
             "INSERT INTO jobs(id, spec, user, submit_time, state, start_time, end_time, exit_code, reason, "
-            "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+            "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt, "
+            "compact_since) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         upd(db,
             "UPDATE jobs SET state=?, start_time=?, end_time=?, exit_code=?, reason=?, gpus=?, nodes=?, "
-            "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=?, attempt=? WHERE id=?"),
+            "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=?, attempt=?, "
+            "compact_since=? "
+            "WHERE id=?"),
         node(db, "INSERT OR REPLACE INTO nodes(name, health, reason) VALUES (?,?,?)"),
         ev(db, "INSERT INTO events(subject, time, actor, what, time_ms) VALUES (?,?,?,?,?)"),
         metric(db, "INSERT INTO metrics(job, alloc, key, time, data) VALUES (?,?,?,?,?)") {}
@@ -294,7 +302,7 @@ void SqliteStateStore::write(const WriteBatch& b) {
   upd.reset();
   for (const auto& r : b.updates) {
     bind_mutable(upd, 1, r);
-    upd.bind(13, r.id).run();
+    upd.bind(14, r.id).run();
   }
   sql::Stmt& node = st.node;
   node.reset();

@@ -34,6 +34,9 @@ struct JobRecord {
   std::optional<int64_t> estimated_start;  // set while the job has a reservation
   std::optional<double> time_to_train_s;   // null until an agent reports run_stop
   int attempt = 0;                         // placements so far; the allocation id is "<id>.<attempt>"
+  // When a pass first made this pending job wait for a compact placement (sched::PendingInfo::compact_since);
+  // cleared when it starts, so a requeued job waits afresh.
+  std::optional<int64_t> compact_since;
 };
 
 struct NodeRecord {
