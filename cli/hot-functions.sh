@@ -30,7 +30,8 @@ eval "$exports"
 n=0
 trace() {  # trace ARGS...: one command under callgrind; its output is not needed
   n=$((n + 1))
-  valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/cg.$(printf %02d $n)" \
+  valgrind --tool=callgrind --demangle=no --dump-before='*prefault*' \
+    --callgrind-out-file="$work/cg.$(printf %02d $n)" \
     "$cli" "$@" >/dev/null 2>&1 || true
 }
 trace submit --gpus 1 -- true
@@ -49,12 +50,21 @@ trace submit --gpus 0 -- true  # a usage error
 nm --defined-only "$cli" | python3 -c '
 import re, sys, glob
 text = [l.split()[2] for l in sys.stdin if len(l.split()) == 3 and l.split()[1] in "tTwWiI"]
+variant = re.compile(r"^(__\w+?)_(sse2|ssse3|sse4_[12]|avx|avx2|evex|avx512)(_\w+)?$")
+families = {}
+for s in text:
+    if m := variant.match(s):
+        families.setdefault(m.group(1), []).append(s)
 seen, order = set(), []
-def add(name):
-    if name not in seen:
-        seen.add(name)
-        order.append(name)
-for path in sorted(glob.glob(sys.argv[1] + "/cg.*")):
+def add(name):  # a string function brings every variant of its family, next to it
+    m = variant.match(name)
+    for s in families.get(m.group(1), [name]) if m else [name]:
+        if s not in seen:
+            seen.add(s)
+            order.append(s)
+# cg.NN.1 is what ran before cli/prefault.cpp (glibc start-up), cg.NN the rest: start-up first, so that
+# the pages touched before the prefault are few.
+for path in sorted(glob.glob(sys.argv[1] + "/cg.*"), key=lambda p: (p.split("/cg.")[1][:2], -len(p))):
     names = {}
     for line in open(path, errors="replace"):
         m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
@@ -64,15 +74,11 @@ for path in sorted(glob.glob(sys.argv[1] + "/cg.*")):
             names[m.group(1)] = m.group(2).split("\x27")[0]  # callgrind marks recursion as NAME\x272
         if line.startswith("fn="):
             add(names.get(m.group(1), ""))
-variant = re.compile(r"^(__\w+?)_(sse2|ssse3|sse4_[12]|avx|avx2|evex|avx512)(_\w+)?$")
-families = {variant.match(s).group(1) for s in order if variant.match(s)}
-for s in text:
-    m = variant.match(s)
-    if m and m.group(1) in families:
-        add(s)
 have = set(text)
+print("railyard_hot_text_begin")  # the range cli/prefault.cpp maps at start
 for s in order:
-    if s in have:
+    if s in have and not s.startswith("railyard_hot_text_"):
         print(s)
+print("railyard_hot_text_end")
 ' "$work" > "$here/hot-functions.txt"
 echo "hot-functions: $(wc -l < "$here/hot-functions.txt") functions in $here/hot-functions.txt" >&2
