@@ -63,7 +63,8 @@ def add(name):  # a string function brings every variant of its family, next to 
             seen.add(s)
             order.append(s)
 # cg.NN.1 is what ran before cli/prefault.cpp (glibc start-up), cg.NN the rest: start-up first, so that
-# the pages touched before the prefault are few.
+# the pages touched before the prefault are few. Under valgrind the start-up differs a little: run natively
+# it also calls the AVX-512 memset and strcmp and pthread_mutex_lock, which land further on.
 for path in sorted(glob.glob(sys.argv[1] + "/cg.*"), key=lambda p: (p.split("/cg.")[1][:2], -len(p))):
     names = {}
     for line in open(path, errors="replace"):
