@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 6> kMigrations = {
+constexpr std::array<std::string_view, 7> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -68,6 +68,11 @@ constexpr std::array<std::string_view, 6> kMigrations = {
     // 6: when a pass first made a pending job wait for a compact placement, so a restart ends the wait when
     // it would have ended (NULL: not waiting, or not since its last start).
     R"(ALTER TABLE jobs ADD COLUMN compact_since INTEGER;)",
+    // 7: without the jobs indexes of version 2. The daemon answers every filter from memory and reads the
+    // table only whole at start (ORDER BY id), so no statement used them, yet each submit wrote a page of
+    // both and each state change one of jobs_by_state: 2 of a submit's 5 logged and synced pages (issue 11).
+    R"(DROP INDEX IF EXISTS jobs_by_state;
+       DROP INDEX IF EXISTS jobs_by_user;)",
 };
 
 // gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
