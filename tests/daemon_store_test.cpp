@@ -145,9 +145,11 @@ TEST(SqliteStore, EventsAndMetricsKeepTheirNumbersWithoutAutoincrement) {
 }
 
 // What a submit commits (the job and its "submitted" event) logs three pages: the jobs table's, the events
-// table's and its per-subject index's. Each logged page is a write the acknowledgement waits for (issue 11);
-// version 7 dropped two indexes that no statement read and that made it five.
-TEST(SqliteStore, ASubmitLogsOnlyThePagesItsRowsLiveOn) {
+// table's and its per-subject index's; a start (the job's new state, its run, the event) four, the run's
+// own included. Each logged page is a write the scheduler's loop waits for (issue 11). Version 7 dropped
+// two indexes that no statement read (a submit logged five), version 8 keeps runs in the b-tree of their
+// (job, attempt) key (a start logged five, with the key's separate index).
+TEST(SqliteStore, CommitsLogOnlyThePagesTheirRowsLiveOn) {
   testing::TempDir dir;
   const std::string file = dir.file("w.db");
   auto s = SqliteStateStore::open(file);
@@ -158,13 +160,76 @@ TEST(SqliteStore, ASubmitLogsOnlyThePagesItsRowsLiveOn) {
     b.events.push_back({"job:" + std::to_string(id), 1000 + id, "ada", "submitted", (1000 + id) * 1000});
     return (*s)->commit(b);
   };
-  ASSERT_TRUE(submit(1));  // the first commit may also touch the schema's pages
-  const auto wal_size = [&] { return std::filesystem::file_size(file + "-wal"); };
-  const auto before = wal_size();
-  ASSERT_TRUE(submit(2));
+  auto start = [&](jobs::JobId id) {
+    store::WriteBatch b;
+    JobRecord r = make_job(id, 8);
+    r.state = JobState::kStarting;
+    r.attempt = 1;
+    r.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+    r.nodes = {"dgx0001"};
+    r.start_time = 2000 + id;
+    b.updates = {r};
+    store::RunRecord run;
+    run.job = id;
+    run.attempt = 1;
+    run.nodes = r.nodes;
+    run.gpus = r.gpus;
+    run.start = 2000 + id;
+    b.runs.push_back(run);
+    b.events.push_back({"job:" + std::to_string(id), 2000 + id, "scheduler", "started", (2000 + id) * 1000});
+    b.durability = store::Durability::kWritten;
+    return (*s)->commit(b);
+  };
   const auto frame = 4096 + 24;  // SQLite's default page size, and a WAL frame's header
-  EXPECT_EQ((wal_size() - before) % frame, 0u);
-  EXPECT_EQ((wal_size() - before) / frame, 3u);
+  const auto wal_size = [&] { return std::filesystem::file_size(file + "-wal"); };
+  auto frames_of = [&](auto&& commit) {
+    const auto before = wal_size();
+    EXPECT_TRUE(commit());
+    EXPECT_EQ((wal_size() - before) % frame, 0u);
+    return (wal_size() - before) / frame;
+  };
+  // The first commit of each kind may also touch the schema's or a new table's first pages.
+  ASSERT_TRUE(submit(1));
+  ASSERT_TRUE(start(1));
+  EXPECT_EQ(frames_of([&] { return submit(2); }), 3u);
+  EXPECT_EQ(frames_of([&] { return start(2); }), 4u);
+}
+
+// Version 8 rebuilt runs WITHOUT ROWID: the runs of a version 7 database come through.
+TEST(SqliteStore, RunsSurviveTheirTablesRebuild) {
+  testing::TempDir dir;
+  const std::string file = dir.file("r7.db");
+  {
+    auto v7 = SqliteStateStore::open(file, 7);
+    ASSERT_TRUE(v7);
+    store::WriteBatch b;
+    b.inserts = {make_job(1, 8)};
+    for (int attempt : {1, 2}) {
+      store::RunRecord run;
+      run.job = 1;
+      run.attempt = attempt;
+      run.nodes = {"dgx000" + std::to_string(attempt)};
+      run.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+      run.start = 100 * attempt;
+      if (attempt == 1) run.end = 150, run.outcome = "REQUEUED";
+      b.runs.push_back(run);
+    }
+    ASSERT_TRUE((*v7)->commit(b));
+  }
+  auto latest = SqliteStateStore::open(file);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ((*latest)->schema_version(), store::latest_schema_version());
+  EXPECT_EQ(count_rows(
+                file, "SELECT count(*) FROM sqlite_master WHERE name = 'runs' AND sql LIKE '%WITHOUT ROWID'"),
+            1);
+  auto state = (*latest)->load();
+  ASSERT_TRUE(state) << state.error().message;
+  ASSERT_EQ(state->runs.size(), 2u);
+  EXPECT_EQ(state->runs[0].attempt, 1);
+  EXPECT_EQ(state->runs[0].end, 150);
+  EXPECT_EQ(state->runs[0].outcome, "REQUEUED");
+  EXPECT_EQ(state->runs[1].nodes, std::vector<std::string>{"dgx0002"});
+  EXPECT_FALSE(state->runs[1].end.has_value());
 }
 
 TEST(SqliteStore, ReloadsEverythingItCommitted) {

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 7> kMigrations = {
+constexpr std::array<std::string_view, 8> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -73,6 +73,15 @@ constexpr std::array<std::string_view, 7> kMigrations = {
     // both and each state change one of jobs_by_state: 2 of a submit's 5 logged and synced pages (issue 11).
     R"(DROP INDEX IF EXISTS jobs_by_state;
        DROP INDEX IF EXISTS jobs_by_user;)",
+    // 8: runs WITHOUT ROWID. Its (job, attempt) key lived in an index beside a rowid table, so starting or
+    // ending a run logged a page of each; now the key's b-tree holds the rows, one page (issue 11).
+    R"(CREATE TABLE runs_8 (job INTEGER NOT NULL, attempt INTEGER NOT NULL, nodes TEXT NOT NULL,
+         gpus TEXT NOT NULL, gpu_count INTEGER NOT NULL, start_time INTEGER NOT NULL, end_time INTEGER,
+         outcome TEXT NOT NULL DEFAULT '', PRIMARY KEY (job, attempt)) WITHOUT ROWID;
+       INSERT INTO runs_8(job, attempt, nodes, gpus, gpu_count, start_time, end_time, outcome)
+         SELECT job, attempt, nodes, gpus, gpu_count, start_time, end_time, outcome FROM runs;
+       DROP TABLE runs;
+       ALTER TABLE runs_8 RENAME TO runs;)",
 };
 
 // gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
