@@ -180,7 +180,7 @@ TEST(SqliteStore, CommitsLogOnlyThePagesTheirRowsLiveOn) {
     b.durability = store::Durability::kWritten;
     return (*s)->commit(b);
   };
-  const auto frame = 4096 + 24;  // SQLite's default page size, and a WAL frame's header
+  const auto frame = static_cast<uintmax_t>(count_rows(file, "PRAGMA page_size")) + 24;  // + a frame's header
   const auto wal_size = [&] { return std::filesystem::file_size(file + "-wal"); };
   auto frames_of = [&](auto&& commit) {
     const auto before = wal_size();
