@@ -195,6 +195,78 @@ TEST(AgentHub, AckOfAnOutcomeWaitsUntilItIsOnDisk) {
   EXPECT_EQ(completed, 2);
 }
 
+// A launch and an end report are kDeferred (store::Durability): applied at once, written in the loop's
+// next transaction (here an API cancel's) instead of one each, and read back by events() at once.
+TEST(AgentHub, LaunchAndEndReportsAreWrittenWithTheNextTransaction) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const auto id = h.submit(8);
+  const auto other = h.submit(16);  // waits for id's GPUs
+  ASSERT_EQ(h.job(other).state, JobState::kPending);
+  const std::string node = h.job(id).nodes.at(0);
+  const auto on_disk = [&] {
+    auto st = (*store::SqliteStateStore::open(dir.file("s.db")))->load();
+    EXPECT_TRUE(st);
+    for (const auto& j : st->jobs)
+      if (j.id == id) return j.state;
+    return JobState::kPending;
+  };
+  ASSERT_EQ(on_disk(), JobState::kStarting);
+  const int64_t syncs = h.service->stats().log_syncs_total;
+  h.hub->on_message(p.get(), launched(first_alloc(id), id, node).dump());
+  EXPECT_EQ(h.job(id).state, JobState::kRunning) << "applied at once";
+  EXPECT_EQ(on_disk(), JobState::kStarting) << "not written by itself";
+  h.hub->on_message(p.get(), finished(first_alloc(id), id, node, "completed", 0, 4).dump());
+  EXPECT_EQ(h.job(id).state, JobState::kCompleted);
+  EXPECT_EQ(on_disk(), JobState::kStarting);
+  EXPECT_EQ(h.service->stats().deferred_batches_total, 0);
+  ASSERT_TRUE(h.service->act(other, jobs::JobEvent::kCancelled, {"ada", store::Role::kUser}));
+  EXPECT_EQ(on_disk(), JobState::kCompleted) << "written (and synced) with the cancel";
+  EXPECT_EQ(h.service->stats().deferred_batches_total, 2);
+  ASSERT_EQ(p->of("ack").size(), 1u) << "durable with the cancel's sync";
+  h.run();
+  EXPECT_EQ(h.service->stats().log_syncs_total, syncs) << "nothing left for the delayed sync";
+
+  // Reading events writes what is deferred first; the ack still waits for the sync.
+  const auto next = h.submit(8);  // its start's delayed sync runs here
+  const std::string n2 = h.job(next).nodes.at(0);
+  const int64_t syncs2 = h.service->stats().log_syncs_total;
+  h.hub->on_message(p.get(), launched(first_alloc(next), next, n2).dump());
+  h.hub->on_message(p.get(), finished(first_alloc(next), next, n2, "failed", 3, 5).dump());
+  auto ev = h.service->store().events("job:" + std::to_string(next), 10);
+  ASSERT_TRUE(ev);
+  ASSERT_GE(ev->size(), 2u);
+  EXPECT_EQ((*ev)[ev->size() - 2].what, "running as " + first_alloc(next));
+  EXPECT_EQ(ev->back().what.rfind("FAILED", 0), 0u) << ev->back().what;
+  EXPECT_EQ(p->of("ack").size(), 1u);
+  h.run();  // the delayed sync
+  ASSERT_EQ(p->of("ack").size(), 2u);
+  EXPECT_EQ(h.service->stats().log_syncs_total, syncs2 + 1);
+}
+
+// A launch report lost with a restart (written only with a later transaction): the job stays STARTING on
+// disk, and the agent's registration, which names it running, moves it to RUNNING.
+TEST(AgentHub, AJobStartingOnDiskThatAnAgentReportsRunningIsRunning) {
+  testing::TempDir dir;
+  jobs::JobId id = 0;
+  std::string node;
+  {
+    Harness h(dir);
+    auto p = h.connect({"n1", "n2"});
+    id = h.submit(8);
+    node = h.job(id).nodes.at(0);
+    ASSERT_EQ(h.job(id).state, JobState::kStarting);
+  }
+  Harness h(dir);
+  ASSERT_EQ(h.job(id).state, JobState::kStarting);
+  json running = {{node, {{{"alloc", first_alloc(id)}, {"job", id}}}}};
+  auto p = h.connect({"n1", "n2"}, running);
+  EXPECT_TRUE(p->of("registered")[0]["kill"].empty());
+  EXPECT_EQ(h.job(id).state, JobState::kRunning);
+  EXPECT_TRUE(p->of("launch").empty());
+}
+
 TEST(AgentHub, OneFailedNodeFailsTheJobAndKillsTheOthers) {
   testing::TempDir dir;
   Harness h(dir);

@@ -196,6 +196,60 @@ TEST(SqliteStore, CommitsLogOnlyThePagesTheirRowsLiveOn) {
 }
 
 // Version 8 rebuilt runs WITHOUT ROWID: the runs of a version 7 database come through.
+// commit_all (the service's deferred agent reports with the commit that follows them): the batches in
+// order, as one transaction: a later batch's update and release win over an earlier one's, a failure writes
+// none of them, and the log grows once for the pages they share.
+TEST(SqliteStore, CommitAllWritesItsBatchesInOrderInOneTransaction) {
+  testing::TempDir dir;
+  const std::string file = dir.file("a.db");
+  auto s = SqliteStateStore::open(file);
+  ASSERT_TRUE(s);
+  store::WriteBatch submit;
+  submit.inserts = {make_job(1, 8), make_job(2, 8)};
+  ASSERT_TRUE((*s)->commit(submit));
+  const auto update = [](jobs::JobId id, JobState state) {
+    store::WriteBatch b;
+    JobRecord r = make_job(id, 8);
+    r.state = state;
+    r.attempt = 1;
+    b.updates = {r};
+    b.events.push_back({"job:" + std::to_string(id), 10, "agent:n1", std::string(jobs::to_string(state))});
+    b.durability = store::Durability::kDeferred;
+    return b;
+  };
+  store::WriteBatch running = update(1, JobState::kRunning);
+  running.holds.push_back({"1.1", 1, {0, 1}, {"n1"}});
+  store::WriteBatch ended = update(1, JobState::kCompleted);
+  ended.released.push_back("1.1");
+  const auto wal_size = [&] { return std::filesystem::file_size(file + "-wal"); };
+  const auto before = wal_size();
+  const store::WriteBatch* both[] = {&running, &ended};
+  ASSERT_TRUE((*s)->commit_all(both));
+  const auto one_transaction = wal_size() - before;
+  auto st = (*s)->load();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->jobs[0].state, JobState::kCompleted) << "the later update wins";
+  EXPECT_TRUE(st->holds.empty()) << "the later release wins";
+  auto ev = (*s)->events("job:1", 10);
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 2u);
+  EXPECT_EQ((*ev)[0].what, "RUNNING");
+  EXPECT_EQ((*ev)[1].what, "COMPLETED");
+  // The same two written one commit each log their shared pages twice.
+  store::WriteBatch running2 = update(2, JobState::kRunning), ended2 = update(2, JobState::kCompleted);
+  const auto before2 = wal_size();
+  ASSERT_TRUE((*s)->commit(running2));
+  ASSERT_TRUE((*s)->commit(ended2));
+  EXPECT_LT(one_transaction, wal_size() - before2);
+  // One failing batch (a duplicate insert) fails them all.
+  store::WriteBatch bad;
+  bad.inserts = {make_job(2, 8)};
+  store::WriteBatch requeued = update(1, JobState::kPending);
+  const store::WriteBatch* failing[] = {&requeued, &bad};
+  EXPECT_FALSE((*s)->commit_all(failing));
+  EXPECT_EQ((*s)->load()->jobs[0].state, JobState::kCompleted);
+}
+
 TEST(SqliteStore, RunsSurviveTheirTablesRebuild) {
   testing::TempDir dir;
   const std::string file = dir.file("r7.db");

@@ -28,6 +28,13 @@ Status AgentHub::commit(WriteBatch b) {
   return service_.commit(std::move(b));
 }
 
+// A launch or an end: written with the loop's next transaction (store::Durability::kDeferred). The agent
+// repeats either until it is durable (alloc_finished until acked; launched when it re-registers).
+Status AgentHub::commit_report(WriteBatch b) {
+  b.durability = store::Durability::kDeferred;
+  return service_.commit(std::move(b));
+}
+
 const store::JobRecord* AgentHub::live_job(const std::string& alloc) const {
   const size_t dot = alloc.find('.');
   if (dot == std::string::npos) return nullptr;
@@ -277,16 +284,22 @@ void AgentHub::on_launched(const json& m) {
     return;
   }
   t->second.launched.insert(node);
-  const bool all = r->spec.launcher == jobs::Launcher::kMpi
-                       ? t->second.launched.count(t->second.nodes.front()) > 0
-                       : t->second.launched.size() >= t->second.nodes.size();
-  if (!all || r->state != JobState::kStarting) return;
-  store::JobRecord u = *r;
-  u.state = JobState::kRunning;
   WriteBatch b;
-  b.events.push_back({job_subject(r->id), service_.now(), "agent:" + node, "running as " + alloc});
+  running_if_launched(b, *r, t->second, alloc, node);
+  if (auto s = commit_report(b); !s) spdlog::error("launched: commit failed: {}", s.error().message);
+}
+
+void AgentHub::running_if_launched(WriteBatch& b, const store::JobRecord& r, const Track& t,
+                                   const std::string& alloc, const std::string& node) {
+  const bool all = r.spec.launcher == jobs::Launcher::kMpi ? t.launched.count(t.nodes.front()) > 0
+                                                           : t.launched.size() >= t.nodes.size();
+  if (!all || r.state != JobState::kStarting) return;
+  for (const auto& u : b.updates)
+    if (u.id == r.id) return;
+  store::JobRecord u = r;
+  u.state = JobState::kRunning;
+  b.events.push_back({job_subject(r.id), service_.now(), "agent:" + node, "running as " + alloc});
   b.updates.push_back(std::move(u));
-  if (auto s = commit(b); !s) spdlog::error("launched: commit failed: {}", s.error().message);
 }
 
 void AgentHub::on_launch_failed(const json& m) {
@@ -329,7 +342,7 @@ void AgentHub::on_alloc_finished(Peer* from, const json& m) {
       end_job(b, *r, state == "timeout" ? JobState::kTimeout : JobState::kFailed, exit_code, why, actor,
               state != "timeout");
     }
-    s = commit(b);
+    s = commit_report(b);
     if (!s) spdlog::error("alloc_finished: commit failed: {}", s.error().message);
   }
   // Acked once the outcome is on disk, also for a duplicate: the first report may still be in the log only.

@@ -264,6 +264,8 @@ void AgentHub::on_register(Conn& c, const json& m) {
       t->second.launch_sent.insert(name);
       t->second.launched.insert(name);
       t->second.absent.erase(name);
+      // A launch whose report a restart lost (the report is written with a later transaction).
+      running_if_launched(b, *r, t->second, alloc, name);
     }
   }
   // Ended allocations (their GPUs held) that a node does not report: not running there any more.

@@ -183,6 +183,10 @@ class AgentHub {
   void launch_timeouts(int64_t now);
   const store::JobRecord* live_job(const std::string& alloc) const;
   Status commit(WriteBatch b);
+  Status commit_report(WriteBatch b);
+  // Adds to `b` the move of r's job to RUNNING once every node that must launch it has (mpi: the first).
+  void running_if_launched(WriteBatch& b, const store::JobRecord& r, const Track& t, const std::string& alloc,
+                           const std::string& node);
 
   Service& service_;
   AgentHubOptions options_;

@@ -95,6 +95,12 @@ Service::~Service() {
   alive_.reset();  // a pass or submit commit finishing now posts an apply that will do nothing
   thread_.reset();
   submit_thread_.reset();
+  if (auto s = write_deferred(); !s) spdlog::error("writing the last agent reports: {}", s.error().message);
+}
+
+store::StateStore& Service::store() {
+  if (auto s = write_deferred(); !s) spdlog::error("writing agent reports: {}", s.error().message);
+  return *store_;
 }
 
 void Service::run_passes_on_thread() {
@@ -244,7 +250,7 @@ void Service::flush_submits() {
   // overlaps it, and the clients waiting for them are answered sooner, so they send their next requests in
   // time to share the next commit.
   if (!submit_executor_ || jobs < submit_thread_min_jobs_) {
-    work->status = store_->commit(b);
+    work->status = store_commit(b);
     if (work->status) committed(b.durability);
     return submits_committed(work);
   }
@@ -350,16 +356,39 @@ Status Service::remove_node(const std::string& name, const Caller& who) {
   return ok();
 }
 
-Status Service::write(WriteBatch& batch) {
+void Service::prepare_write(WriteBatch& batch) {
   auto runs = table_.run_changes(batch, clock_());
   batch.runs.insert(batch.runs.end(), std::make_move_iterator(runs.begin()),
                     std::make_move_iterator(runs.end()));
   for (const auto& hook : pre_commit_) hook(batch);
-  if (batch.empty()) return ok();
   stamp_events(batch);
-  if (auto s = store_->commit(batch); !s) return s;
+}
+
+Status Service::write(WriteBatch& batch) {
+  prepare_write(batch);
+  if (batch.empty()) return ok();
+  if (auto s = store_commit(batch); !s) return s;
   committed(batch.durability);
   return ok();
+}
+
+Status Service::store_commit(const WriteBatch& batch) {
+  if (deferred_.empty()) return store_->commit(batch);
+  std::vector<const WriteBatch*> all;
+  all.reserve(deferred_.size() + 1);
+  for (const auto& d : deferred_) all.push_back(&d);
+  all.push_back(&batch);
+  if (auto s = store_->commit_all(all); !s) return s;  // kept for the next commit
+  stats_.deferred_batches_total += static_cast<int64_t>(deferred_.size());
+  deferred_.clear();
+  return ok();
+}
+
+Status Service::write_deferred() {
+  if (deferred_.empty()) return ok();
+  WriteBatch none;
+  none.durability = store::Durability::kWritten;
+  return store_commit(none);
 }
 
 void Service::committed(store::Durability durability) {
@@ -376,6 +405,10 @@ void Service::committed(store::Durability durability) {
 void Service::sync_log() {
   sync_posted_ = false;
   if (!unsynced_) return;  // a synced commit did it meanwhile
+  if (auto s = write_deferred(); !s) {
+    spdlog::error("writing agent reports: {}", s.error().message);
+    return committed(store::Durability::kWritten);  // try again later; the waiters keep waiting
+  }
   if (auto s = store_->sync(); !s) {
     spdlog::error("syncing the state database: {}", s.error().message);
     return committed(store::Durability::kWritten);  // try again later; the waiters keep waiting
@@ -409,7 +442,13 @@ void Service::applied(const WriteBatch& batch) {
 
 Status Service::commit(WriteBatch batch) {
   if (batch.empty()) return ok();
-  if (auto s = write(batch); !s) return s;
+  if (batch.durability == store::Durability::kDeferred) {
+    prepare_write(batch);
+    deferred_.push_back(batch);
+    committed(store::Durability::kWritten);  // unsynced: the delayed sync writes it, then syncs
+  } else if (auto s = write(batch); !s) {
+    return s;
+  }
   applied(batch);
   if (!batch.updates.empty() || !batch.nodes.empty()) request_pass();
   return ok();

@@ -34,10 +34,13 @@
 // jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
 //
 // Durability (store::Durability): submits and API actions commit kSynced, so what a caller hears is done
-// is on disk. Passes and agent reports commit kWritten (in SQLite's log: a killed scheduler loses nothing,
-// a crashed machine can lose their last few milliseconds, which agents' re-registration reconciles); the
-// next synced commit, or a sync posted kLazySyncDelay after the first unsynced one, makes them durable.
-// when_durable() runs a callback after that (the agent hub acks alloc_finished there), so a stream of jobs
+// is on disk. Passes commit kWritten (in SQLite's log: a killed scheduler loses nothing, a crashed machine
+// can lose their last few milliseconds, which agents' re-registration reconciles); the next synced commit,
+// or a sync posted kLazySyncDelay after the first unsynced one, makes them durable. The reports agents
+// repeat until they are durable (a job's launch and its end) are kDeferred: applied at once and written
+// in the loop's next transaction (a submit's, a pass's) or by that sync, so a stream of one-job submits
+// writes one transaction per submit and one per pass instead of two more per job. when_durable() runs a
+// callback once all of that is on disk (the agent hub acks alloc_finished there), so a stream of jobs
 // costs one fsync per submit commit and one per kLazySyncDelay instead of one per transition.
 #pragma once
 
@@ -73,6 +76,7 @@ struct ServiceStats {
   double last_snapshot_seconds = 0, last_schedule_seconds = 0, last_apply_seconds = 0;
   int64_t stale_starts_total = 0;  // starts dropped because the table changed during the pass
   int64_t log_syncs_total = 0;     // syncs of kWritten commits by the delayed sync (not by a synced commit)
+  int64_t deferred_batches_total = 0;  // kDeferred batches written (each in a later transaction)
   int64_t array_tasks_total = 0;   // jobs created as the tasks of arrays
 };
 
@@ -123,7 +127,9 @@ class Service {
   const JobTable& table() const { return table_; }
   JobTable& table() { return table_; }
   const ServiceStats& stats() const { return stats_; }
-  store::StateStore& store() { return *store_; }
+  // The store, to read events and metrics: the deferred batches are written first, so a read sees every
+  // applied change.
+  store::StateStore& store();
   const Loop& loop() const { return loop_; }
   int64_t now() const { return clock_(); }
   // Milliseconds since the epoch, for event times; by default now() * 1000 (tests' clocks).
@@ -133,7 +139,8 @@ class Service {
   // Writes `batch` (with what the pre-commit hooks add), applies it to the table, tells every observer and
   // requests a pass: the one path for state changes made outside the service (the agent hub). Nothing is
   // applied when the commit fails.
-  // `batch.durability` says whether it returns once the batch is on disk or once it is in the log.
+  // `batch.durability` says whether it returns once the batch is on disk or once it is in the log, or
+  // (kDeferred) at once, the batch written with the next commit or by the delayed sync.
   Status commit(WriteBatch batch);
   // Runs `fn` on the loop once every commit made so far is on disk: now when nothing waits for a sync.
   // Dropped if the service is destroyed first.
@@ -198,6 +205,12 @@ class Service {
   void applied(const WriteBatch& batch);
   // Adds run changes and the pre-commit hooks' records to `batch`, stamps its events, commits it.
   Status write(WriteBatch& batch);
+  // write() without the commit.
+  void prepare_write(WriteBatch& batch);
+  // Commits `batch` through the loop's connection, after the deferred batches in the same transaction.
+  Status store_commit(const WriteBatch& batch);
+  // Writes the deferred batches, if any, in one transaction (kWritten).
+  Status write_deferred();
   // Sets time_ms of the events that have none: now_ms(), or time * 1000 when now_ms() is in another second
   // than the event's time (it was made in the second before).
   void stamp_events(WriteBatch& batch) const;
@@ -227,7 +240,8 @@ class Service {
   ServiceStats stats_;
   std::vector<Observer> observers_;
   std::vector<PreCommit> pre_commit_;
-  bool unsynced_ = false;     // a kWritten commit is not on disk yet
+  bool unsynced_ = false;  // a kWritten commit is not on disk yet, or a kDeferred batch not written
+  std::vector<WriteBatch> deferred_;  // kDeferred batches applied but not written yet, in order
   bool sync_posted_ = false;  // sync_log() is posted
   std::vector<std::function<void()>> durable_waiters_;
   // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers

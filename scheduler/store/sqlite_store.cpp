@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 
@@ -367,17 +368,25 @@ void SqliteStateStore::write(const WriteBatch& b) {
 }
 
 Status SqliteStateStore::commit(const WriteBatch& batch) {
-  if (batch.empty()) return ok();
+  const WriteBatch* one[] = {&batch};
+  return commit_all(one);
+}
+
+Status SqliteStateStore::commit_all(std::span<const WriteBatch* const> batches) {
+  const auto synced = [](const WriteBatch* b) { return b->durability == Durability::kSynced; };
+  const auto has_rows = [](const WriteBatch* b) { return !b->empty(); };
+  if (std::none_of(batches.begin(), batches.end(), has_rows)) return ok();
+  const Durability wanted =
+      std::any_of(batches.begin(), batches.end(), synced) ? Durability::kSynced : Durability::kWritten;
   return guarded([&]() -> Status {
     // In WAL mode FULL fsyncs the log at every commit, NORMAL only before a checkpoint; the log is one file
     // written in order, so a FULL commit's fsync also makes the NORMAL commits before it durable.
-    if (batch.durability != mode_) {
-      sql::exec(db_, batch.durability == Durability::kSynced ? "PRAGMA synchronous=FULL"
-                                                             : "PRAGMA synchronous=NORMAL");
-      mode_ = batch.durability;
+    if (wanted != mode_) {
+      sql::exec(db_, wanted == Durability::kSynced ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+      mode_ = wanted;
     }
     sql::Transaction tx(db_);
-    write(batch);
+    for (const WriteBatch* b : batches) write(*b);
     tx.commit();
     return ok();
   });

@@ -30,6 +30,7 @@ class SqliteStateStore final : public StateStore {
   int schema_version() const override { return version_; }
   Result<StoredState> load() override;
   Status commit(const WriteBatch& batch) override;
+  Status commit_all(std::span<const WriteBatch* const> batches) override;
   Status sync() override;
   Status add_token(const TokenRecord& token) override;
   Result<std::optional<TokenRecord>> find_token(const std::string& hash) override;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -119,7 +120,13 @@ struct StoredState {
 //   kWritten in the log, which survives a crash or kill of the process but not yet of the machine; it
 //            becomes synced with the next kSynced commit or sync(). The scheduler's own transitions
 //            (passes, agent reports) commit this way and are synced within Service's kLazySyncDelay.
-enum class Durability { kSynced, kWritten };
+//   kDeferred (Service::commit only, never a store commit) applied at once, written with the next commit
+//            of the loop's connection or by the delayed sync, whichever comes first (so a stream of jobs
+//            writes their launch and end reports with its submits instead of in transactions of their
+//            own); a killed scheduler can lose the last kLazySyncDelay of them. Only for reports an agent
+//            repeats until they are durable: alloc_finished (acked once synced) and launched (answered
+//            again when the agent re-registers).
+enum class Durability { kSynced, kWritten, kDeferred };
 
 // Everything one commit writes. Inserts carry new jobs (spec included); updates rewrite every column but
 // the spec, user and submit time. Holds and runs are written whole (insert or replace); `released` deletes
@@ -146,6 +153,8 @@ class StateStore {
   virtual int schema_version() const = 0;
   virtual Result<StoredState> load() = 0;
   virtual Status commit(const WriteBatch& batch) = 0;
+  // `batches` in order in one transaction, kSynced when any of them is (kDeferred counts as kWritten).
+  virtual Status commit_all(std::span<const WriteBatch* const> batches) = 0;
   // Makes every earlier commit of this store kSynced (fsyncs the log).
   virtual Status sync() = 0;
   virtual Status add_token(const TokenRecord& token) = 0;
