@@ -380,6 +380,56 @@ struct FakeLoop {
   }
 };
 
+// The delayed sync of kWritten commits (service.hpp, "Durability"): it runs kLazySyncDelay after the first
+// unsynced commit, unless a synced commit came in between; then what is unsynced is younger than that, and
+// it waits one more delay (a stream of submits syncs the scheduler's own commits with its own fsyncs).
+TEST(Service, TheDelayedSyncWaitsAgainAfterASyncedCommit) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  ASSERT_TRUE(cluster);
+  auto st = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(st);
+  FakeLoop loop;
+  std::deque<std::function<void()>> timers;
+  daemon::Loop fake{
+      [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+      [&](std::chrono::milliseconds, std::function<void()> fn) { timers.push_back(std::move(fn)); }};
+  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  ASSERT_TRUE(svc.open());
+  loop.run();
+  const auto node = [&](const std::string& name, store::Durability d) {
+    store::WriteBatch b;
+    b.nodes.push_back({name, sched::NodeHealth::kDrain, "test"});
+    b.durability = d;
+    return svc.commit(std::move(b));
+  };
+  const std::string n1 = cluster->node(0).name, n2 = cluster->node(1).name, n3 = cluster->node(2).name;
+  bool durable = false;
+  ASSERT_TRUE(node(n1, store::Durability::kWritten));
+  svc.when_durable([&] { durable = true; });
+  ASSERT_EQ(timers.size(), 1u);
+  ASSERT_TRUE(node(n2, store::Durability::kSynced));
+  EXPECT_TRUE(durable) << "the synced commit made the first durable";
+  ASSERT_TRUE(node(n3, store::Durability::kWritten));
+  durable = false;
+  svc.when_durable([&] { durable = true; });
+  EXPECT_EQ(timers.size(), 1u) << "one sync posted at a time";
+  auto fire = [&] {
+    auto fn = std::move(timers.front());
+    timers.pop_front();
+    fn();
+    loop.run();
+  };
+  fire();
+  EXPECT_EQ(svc.stats().log_syncs_total, 0) << "a synced commit came in between: wait again";
+  EXPECT_FALSE(durable);
+  ASSERT_EQ(timers.size(), 1u);
+  fire();
+  EXPECT_EQ(svc.stats().log_syncs_total, 1);
+  EXPECT_TRUE(durable);
+  EXPECT_TRUE(timers.empty());
+}
+
 TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {
   testing::TempDir dir;
   auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);

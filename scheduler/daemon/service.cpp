@@ -394,17 +394,24 @@ Status Service::write_deferred() {
 void Service::committed(store::Durability durability) {
   if (durability == store::Durability::kSynced) return now_durable();
   unsynced_ = true;
-  if (sync_posted_) return;
+  if (!sync_posted_) post_sync();
+}
+
+void Service::post_sync() {
   sync_posted_ = true;
   std::weak_ptr<char> alive = alive_;
-  loop_.post_after(kLazySyncDelay, guarded("log sync", [this, alive] {
-                     if (!alive.expired()) sync_log();
+  loop_.post_after(kLazySyncDelay, guarded("log sync", [this, alive, seen = syncs_] {
+                     if (!alive.expired()) sync_log(seen);
                    }));
 }
 
-void Service::sync_log() {
+void Service::sync_log(uint64_t syncs_then) {
   sync_posted_ = false;
   if (!unsynced_) return;  // a synced commit did it meanwhile
+  // A synced commit since this sync was posted made everything before it durable; what is unsynced now came
+  // after it, less than kLazySyncDelay ago: wait that long again (in a stream of submits, the next submit's
+  // commit syncs it, and this sync never runs).
+  if (syncs_then != syncs_) return post_sync();
   if (auto s = write_deferred(); !s) {
     spdlog::error("writing agent reports: {}", s.error().message);
     return committed(store::Durability::kWritten);  // try again later; the waiters keep waiting
@@ -418,6 +425,7 @@ void Service::sync_log() {
 }
 
 void Service::now_durable() {
+  ++syncs_;
   unsynced_ = false;
   auto waiters = std::exchange(durable_waiters_, {});
   for (auto& fn : waiters) fn();

@@ -36,12 +36,13 @@
 // Durability (store::Durability): submits and API actions commit kSynced, so what a caller hears is done
 // is on disk. Passes commit kWritten (in SQLite's log: a killed scheduler loses nothing, a crashed machine
 // can lose their last few milliseconds, which agents' re-registration reconciles); the next synced commit,
-// or a sync posted kLazySyncDelay after the first unsynced one, makes them durable. The reports agents
-// repeat until they are durable (a job's launch and its end) are kDeferred: applied at once and written
-// in the loop's next transaction (a submit's, a pass's) or by that sync, so a stream of one-job submits
-// writes one transaction per submit and one per pass instead of two more per job. when_durable() runs a
-// callback once all of that is on disk (the agent hub acks alloc_finished there), so a stream of jobs
-// costs one fsync per submit commit and one per kLazySyncDelay instead of one per transition.
+// or a sync posted kLazySyncDelay after the first unsynced one, makes them durable (that sync waits one
+// more kLazySyncDelay when a synced commit came meanwhile: what is unsynced then is younger). The reports
+// agents repeat until they are durable (a job's launch and its end) are kDeferred: applied at once and
+// written in the loop's next transaction (a submit's, a pass's) or by that sync, so a stream of one-job
+// submits writes one transaction per submit and one per pass instead of two more per job. when_durable() runs
+// a callback once all of that is on disk (the agent hub acks alloc_finished there), so a stream of jobs costs
+// one fsync per submit commit and one per kLazySyncDelay instead of one per transition.
 #pragma once
 
 #include <chrono>
@@ -87,7 +88,8 @@ struct Loop {
 };
 
 inline constexpr std::chrono::milliseconds kMinPassInterval{20};
-// Longest a kWritten commit stays unsynced while nothing else syncs the log (see the header comment).
+// Longest a kWritten commit stays unsynced while nothing else syncs the log; twice that at most when a
+// synced commit comes in between (see the header comment and Service::sync_log).
 inline constexpr std::chrono::milliseconds kLazySyncDelay{10};
 // Submit commits of fewer jobs than this run on the loop even with a submit thread (see the header comment).
 inline constexpr size_t kSubmitThreadMinJobs = 256;
@@ -216,7 +218,8 @@ class Service {
   void stamp_events(WriteBatch& batch) const;
   // After a store commit: a synced one makes everything durable, a written one posts the delayed sync.
   void committed(store::Durability durability);
-  void sync_log();
+  void post_sync();
+  void sync_log(uint64_t syncs_then);
   void now_durable();
 
   JobTable table_;
@@ -243,6 +246,7 @@ class Service {
   bool unsynced_ = false;  // a kWritten commit is not on disk yet, or a kDeferred batch not written
   std::vector<WriteBatch> deferred_;  // kDeferred batches applied but not written yet, in order
   bool sync_posted_ = false;  // sync_log() is posted
+  uint64_t syncs_ = 0;        // times everything committed became durable (synced commits and syncs)
   std::vector<std::function<void()>> durable_waiters_;
   // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers
   // with the last snapshot's, so that snapshot is kept alive (last_work_, also executor-only) until the
