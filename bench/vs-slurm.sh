@@ -13,6 +13,7 @@
 #
 #   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-r RUNS] [-N "1024 256 128"] [-l LEAF]
 #                     [-w DIR] [-t E2E_TIMEOUT_S] [-u SLURM_DIR] [-W WARMUP_JOBS]
+#   bench/vs-slurm.sh -R RESULTS_TSV      # only the tables, from an earlier run's results.tsv
 #
 # -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; "none": skip either; minutes
 # per 1,000 jobs on 2 cores). -u: use a Slurm that bench/slurm/setup.sh already started in SLURM_DIR (its node
@@ -28,12 +29,67 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=$root/build/release SIZES="1000 5000" SINGLE_SIZES= USE_SLURM= NODE_TRIES="1024 256 128" LEAF=32 E2E_TIMEOUT=600 RUNS=1 WARMUP=100
 WORK=$(mktemp -d /tmp/vs-slurm.XXXXXX)
-while getopts "b:n:s:r:N:l:w:t:u:W:" opt; do
+# The tables from a results file (this run's, or one given with -R).
+report() {
+  # Per form and N: each system's median over the runs; with more than one run, the range of the per-run ratios
+  # (a Slurm run against the Railyard run that followed it) in brackets. mawk has no asort: insertion sort.
+  awk -F'\t' '
+    NR == 1 { next }
+    { k = $2 "\t" $3; r = $4
+      if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+      if (r > runs[k]) runs[k] = r
+      # Rates from the seconds (the file rounds jobs/s to integers, which moved ratios by up to 5 %).
+      sub_[$1, k, r] = ($5 == "-" ? "-" : $3 / $5); e2e[$1, k, r] = ($7 == "-" ? "-" : $3 / $7)
+      cpu[$1, k, r] = ($9 == "-" ? "-" : $9 * 1000 / $3); mem[$1, k, r] = $11 }
+    function median(a, sys, k, n,   i, j, m, v, t) {
+      m = 0
+      for (i = 1; i <= n; i++) if (((sys, k, i) in a) && a[sys, k, i] != "-") v[++m] = a[sys, k, i] + 0
+      if (m == 0) return "-"
+      for (i = 2; i <= m; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.1fx", a / b) }
+    # ratio of the medians, then [lowest-highest] of the per-run ratios; up: Railyard over Slurm, else inverse
+    function ratios(a, k, n, up,   i, x, lo, hi, s) {
+      s = up ? ratio(median(a, "railyard", k, n), median(a, "slurm", k, n)) \
+             : ratio(median(a, "slurm", k, n), median(a, "railyard", k, n))
+      if (n < 2) return s
+      lo = ""; hi = ""
+      for (i = 1; i <= n; i++) {
+        if (a["railyard", k, i] == "-" || a["slurm", k, i] == "-" || a["railyard", k, i] + 0 == 0 || a["slurm", k, i] + 0 == 0) continue
+        x = up ? a["railyard", k, i] / a["slurm", k, i] : a["slurm", k, i] / a["railyard", k, i]
+        if (lo == "" || x < lo) lo = x
+        if (hi == "" || x > hi) hi = x
+      }
+      return lo == "" ? s : sprintf("%s [%.1f-%.1f]", s, lo, hi)
+    }
+    function fmt(v, d) { return v == "-" ? "-" : sprintf("%." d "f", v) }
+    END {
+      printf "| form | N | runs | submit jobs/s Slurm | Railyard | ratio | e2e jobs/s Slurm | Railyard | ratio | sched CPU ms/job Slurm | Railyard | ratio | peak RSS MB Slurm | Railyard |\n"
+      printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+      for (i = 1; i <= nk; i++) { k = keys[i]; n = runs[k]; split(k, p, "\t")
+        printf "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], n,
+          fmt(median(sub_, "slurm", k, n), 0), fmt(median(sub_, "railyard", k, n), 0), ratios(sub_, k, n, 1),
+          fmt(median(e2e, "slurm", k, n), 0), fmt(median(e2e, "railyard", k, n), 0), ratios(e2e, k, n, 1),
+          fmt(median(cpu, "slurm", k, n), 2), fmt(median(cpu, "railyard", k, n), 2), ratios(cpu, k, n, 0),
+          fmt(median(mem, "slurm", k, n), 0), fmt(median(mem, "railyard", k, n), 0) }
+      # The ceiling on a submit ratio: a CLI call costs at least a process start (the floor rows).
+      printf "\n| form | N | floor (/bin/true) calls/s | Slurm submit jobs/s | highest reachable ratio | Railyard ratio |\n"
+      printf "|---|---|---|---|---|---|\n"
+      for (i = 1; i <= nk; i++) { k = keys[i]; n = runs[k]; split(k, p, "\t")
+        f = median(sub_, "floor", k, n); sl = median(sub_, "slurm", k, n); ry = median(sub_, "railyard", k, n)
+        printf "| %s | %s | %s | %s | %s | %s |\n", p[1], p[2],
+          (f == "-" ? "-" : sprintf("%.0f", (p[1] == "bulk" ? f / p[2] : f))), fmt(sl, 0), ratio(f, sl), ratio(ry, sl) } }' "$1"
+  echo "(ratios: Railyard over Slurm for jobs/s; Slurm over Railyard for CPU per job, so > 1x favours Railyard."
+  echo " Floor: the same loop starting /bin/true instead of the CLI; bulk: one call, so its rate is calls/s.)"
+}
+while getopts "b:n:s:r:N:l:w:t:u:W:R:" opt; do
   case $opt in
     b) BUILD=$(realpath "$OPTARG") ;; n) SIZES=$OPTARG ;; N) NODE_TRIES=$OPTARG ;; l) LEAF=$OPTARG ;;
     w) WORK=$(realpath -m "$OPTARG"); mkdir -p "$WORK" ;; t) E2E_TIMEOUT=$OPTARG ;;
     s) SINGLE_SIZES=$OPTARG ;; u) USE_SLURM=$(realpath "$OPTARG") ;; r) RUNS=$OPTARG ;; W) WARMUP=$OPTARG ;;
-    *) sed -n '2,25p' "$0"; exit 2 ;;
+    R) rmdir "$WORK"; report "$OPTARG"; exit 0 ;;
+    *) sed -n '2,26p' "$0"; exit 2 ;;
   esac
 done
 SINGLE_SIZES=${SINGLE_SIZES:-$SIZES}
@@ -141,53 +197,5 @@ failed=$(ry_state FAILED)
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo));" \
   "$NODES emulated DGX H100 nodes, leaf $LEAF; Slurm $(sbatch --version | awk '{ print $2 }'), one slurmd per node;" \
   "railyard up --emulate-nodes 128 from $BUILD"
-# Per form and N: each system's median over the runs; with more than one run, the range of the per-run ratios
-# (a Slurm run against the Railyard run that followed it) in brackets. mawk has no asort: insertion sort.
-awk -F'\t' '
-  NR == 1 { next }
-  { k = $2 "\t" $3; r = $4
-    if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
-    if (r > runs[k]) runs[k] = r
-    sub_[$1, k, r] = $6; e2e[$1, k, r] = $8; cpu[$1, k, r] = $10; mem[$1, k, r] = $11 }
-  function median(a, sys, k, n,   i, j, m, v, t) {
-    m = 0
-    for (i = 1; i <= n; i++) if (((sys, k, i) in a) && a[sys, k, i] != "-") v[++m] = a[sys, k, i] + 0
-    if (m == 0) return "-"
-    for (i = 2; i <= m; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
-    return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-  }
-  function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.1fx", a / b) }
-  # ratio of the medians, then [lowest-highest] of the per-run ratios; up: Railyard over Slurm, else inverse
-  function ratios(a, k, n, up,   i, x, lo, hi, s) {
-    s = up ? ratio(median(a, "railyard", k, n), median(a, "slurm", k, n)) \
-           : ratio(median(a, "slurm", k, n), median(a, "railyard", k, n))
-    if (n < 2) return s
-    lo = ""; hi = ""
-    for (i = 1; i <= n; i++) {
-      if (a["railyard", k, i] == "-" || a["slurm", k, i] == "-" || a["railyard", k, i] + 0 == 0 || a["slurm", k, i] + 0 == 0) continue
-      x = up ? a["railyard", k, i] / a["slurm", k, i] : a["slurm", k, i] / a["railyard", k, i]
-      if (lo == "" || x < lo) lo = x
-      if (hi == "" || x > hi) hi = x
-    }
-    return lo == "" ? s : sprintf("%s [%.1f-%.1f]", s, lo, hi)
-  }
-  function fmt(v, d) { return v == "-" ? "-" : sprintf("%." d "f", v) }
-  END {
-    printf "| form | N | runs | submit jobs/s Slurm | Railyard | ratio | e2e jobs/s Slurm | Railyard | ratio | sched CPU ms/job Slurm | Railyard | ratio | peak RSS MB Slurm | Railyard |\n"
-    printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-    for (i = 1; i <= nk; i++) { k = keys[i]; n = runs[k]; split(k, p, "\t")
-      printf "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], n,
-        fmt(median(sub_, "slurm", k, n), 0), fmt(median(sub_, "railyard", k, n), 0), ratios(sub_, k, n, 1),
-        fmt(median(e2e, "slurm", k, n), 0), fmt(median(e2e, "railyard", k, n), 0), ratios(e2e, k, n, 1),
-        fmt(median(cpu, "slurm", k, n), 2), fmt(median(cpu, "railyard", k, n), 2), ratios(cpu, k, n, 0),
-        fmt(median(mem, "slurm", k, n), 0), fmt(median(mem, "railyard", k, n), 0) }
-    # The ceiling on a submit ratio: a CLI call costs at least a process start (the floor rows).
-    printf "\n| form | N | floor (/bin/true) calls/s | Slurm submit jobs/s | highest reachable ratio | Railyard ratio |\n"
-    printf "|---|---|---|---|---|---|\n"
-    for (i = 1; i <= nk; i++) { k = keys[i]; n = runs[k]; split(k, p, "\t")
-      f = median(sub_, "floor", k, n); sl = median(sub_, "slurm", k, n); ry = median(sub_, "railyard", k, n)
-      printf "| %s | %s | %s | %s | %s | %s |\n", p[1], p[2],
-        (f == "-" ? "-" : sprintf("%.0f", (p[1] == "bulk" ? f / p[2] : f))), fmt(sl, 0), ratio(f, sl), ratio(ry, sl) } }' "$RESULTS"
-echo "(ratios: Railyard over Slurm for jobs/s; Slurm over Railyard for CPU per job, so > 1x favours Railyard."
-echo " Floor: the same loop starting /bin/true instead of the CLI; bulk: one call, so its rate is calls/s.)"
+report "$RESULTS"
 log "raw figures in $RESULTS"
