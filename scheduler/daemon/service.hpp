@@ -142,7 +142,8 @@ class Service {
   // requests a pass: the one path for state changes made outside the service (the agent hub). Nothing is
   // applied when the commit fails.
   // `batch.durability` says whether it returns once the batch is on disk or once it is in the log, or
-  // (kDeferred) at once, the batch written with the next commit or by the delayed sync.
+  // (kDeferred) at once, the batch written with the next commit or by the delayed sync: the commits that
+  // carry it fail while it cannot be written (a full disk), and it stays queued until one succeeds.
   Status commit(WriteBatch batch);
   // Runs `fn` on the loop once every commit made so far is on disk: now when nothing waits for a sync.
   // Dropped if the service is destroyed first.
