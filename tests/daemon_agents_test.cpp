@@ -245,6 +245,37 @@ TEST(AgentHub, LaunchAndEndReportsAreWrittenWithTheNextTransaction) {
   EXPECT_EQ(h.service->stats().log_syncs_total, syncs2 + 1);
 }
 
+// Every synced commit of the loop writes the deferred reports first, so none is acked before it is on disk:
+// here an admin's drain and removal of nodes (which commit without a job in them).
+TEST(AgentHub, NodeChangesWriteTheDeferredReportsBeforeTheirSyncAcksThem) {
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = h.connect({"n1", "n2"});
+  const Caller root{"root", store::Role::kAdmin};
+  const auto on_disk = [&](jobs::JobId id) {
+    auto st = (*store::SqliteStateStore::open(dir.file("s.db")))->load();
+    EXPECT_TRUE(st);
+    for (const auto& j : st->jobs)
+      if (j.id == id) return j.state;
+    return JobState::kPending;
+  };
+  int seq = 10;
+  for (const bool remove : {false, true}) {
+    const auto id = h.running(p, 8);
+    const std::string node = h.job(id).nodes.at(0), other = node == "n1" ? "n2" : "n1";
+    const size_t acks = p->of("ack").size();
+    h.hub->on_message(p.get(), finished(first_alloc(id), id, node, "completed", 0, ++seq).dump());
+    ASSERT_EQ(h.job(id).state, JobState::kCompleted);
+    ASSERT_NE(on_disk(id), JobState::kCompleted);
+    ASSERT_TRUE(remove ? h.service->remove_node(other, root)
+                       : h.service->set_node_health(other, sched::NodeHealth::kDrain, "fan", root));
+    EXPECT_EQ(p->of("ack").size(), acks + 1) << "acked with the node change's sync";
+    EXPECT_EQ(on_disk(id), JobState::kCompleted) << "and on disk before that";
+    h.run();
+    if (!remove) ASSERT_TRUE(h.service->set_node_health(other, sched::NodeHealth::kUp, "", root));
+  }
+}
+
 // A launch report lost with a restart (written only with a later transaction): the job stays STARTING on
 // disk, and the agent's registration, which names it running, moves it to RUNNING.
 TEST(AgentHub, AJobStartingOnDiskThatAnAgentReportsRunningIsRunning) {

@@ -319,7 +319,7 @@ Status Service::set_node_health(const std::string& name, sched::NodeHealth healt
   b.nodes.push_back({name, health, std::move(reason)});
   b.events.push_back({"node:" + name, clock_(), who.user, what});
   stamp_events(b);
-  if (auto s = store_->commit(b); !s) return s;
+  if (auto s = store_commit(b); !s) return s;
   committed(b.durability);
   applied(b);
   spdlog::info("node {} {} by {}", name, what, who.user);
@@ -348,7 +348,7 @@ Status Service::remove_node(const std::string& name, const Caller& who) {
   b.nodes.push_back({name, sched::NodeHealth::kRemoved, "removed by " + who.user});
   b.events.push_back({"node:" + name, clock_(), who.user, "removed"});
   stamp_events(b);
-  if (auto s = store_->commit(b); !s) return s;
+  if (auto s = store_commit(b); !s) return s;
   committed(b.durability);
   applied(b);
   spdlog::info("node {} removed by {}", name, who.user);

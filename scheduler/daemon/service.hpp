@@ -210,7 +210,8 @@ class Service {
   Status write(WriteBatch& batch);
   // write() without the commit.
   void prepare_write(WriteBatch& batch);
-  // Commits `batch` through the loop's connection, after the deferred batches in the same transaction.
+  // Commits `batch` through the loop's connection, after the deferred batches in the same transaction. Every
+  // commit of the loop's connection goes through here: a synced one makes everything applied durable.
   Status store_commit(const WriteBatch& batch);
   // Writes the deferred batches, if any, in one transaction (kWritten).
   Status write_deferred();
