@@ -42,7 +42,7 @@
 // written in the loop's next transaction (a submit's, a pass's) or by that sync, so a stream of one-job
 // submits writes one transaction per submit and one per pass instead of two more per job. when_durable() runs
 // a callback once all of that is on disk (the agent hub acks alloc_finished there), so a stream of jobs costs
-// one fsync per submit commit and one per kLazySyncDelay instead of one per transition.
+// one fsync per submit commit, and the delayed sync runs only when no submit came for kLazySyncDelay.
 #pragma once
 
 #include <chrono>

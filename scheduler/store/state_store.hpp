@@ -119,11 +119,11 @@ struct StoredState {
 //   kSynced  on disk (the log is fsynced): for what a caller is told is done (submits, API actions);
 //   kWritten in the log, which survives a crash or kill of the process but not yet of the machine; it
 //            becomes synced with the next kSynced commit or sync(). The scheduler's own transitions
-//            (passes, agent reports) commit this way and are synced within Service's kLazySyncDelay.
-//   kDeferred (Service::commit only, never a store commit) applied at once, written with the next commit
-//            of the loop's connection or by the delayed sync, whichever comes first (so a stream of jobs
-//            writes their launch and end reports with its submits instead of in transactions of their
-//            own); a killed scheduler can lose the last kLazySyncDelay of them. Only for reports an agent
+//            (passes, agent reports) commit this way and are synced within 2 × Service's kLazySyncDelay.
+//   kDeferred (Service::commit; a store writes it as kWritten) applied at once, written with the next
+//            commit of the loop's connection or by the delayed sync, whichever comes first (so a stream of
+//            jobs writes their launch and end reports with its submits instead of in transactions of their
+//            own); a killed scheduler can lose the last 2 × kLazySyncDelay of them. Only for reports an agent
 //            repeats until they are durable: alloc_finished (acked once synced) and launched (answered
 //            again when the agent re-registers).
 enum class Durability { kSynced, kWritten, kDeferred };
