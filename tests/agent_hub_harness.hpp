@@ -147,4 +147,16 @@ inline json finished(const std::string& alloc, jobs::JobId job, const std::strin
           {"seq", seq}};
 }
 
+// Job `id`'s state in the harness's database, read through a connection of its own: what is on disk (in
+// the log) now, whatever the service holds in memory.
+inline JobState state_on_disk(const testing::TempDir& dir, jobs::JobId id) {
+  auto st = (*store::SqliteStateStore::open(dir.file("s.db")))->load();
+  EXPECT_TRUE(st);
+  if (st)
+    for (const auto& j : st->jobs)
+      if (j.id == id) return j.state;
+  ADD_FAILURE() << "job " << id << " is not in the database";
+  return JobState::kPending;
+}
+
 }  // namespace railyard::daemon::hub_test

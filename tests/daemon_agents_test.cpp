@@ -205,13 +205,7 @@ TEST(AgentHub, LaunchAndEndReportsAreWrittenWithTheNextTransaction) {
   const auto other = h.submit(16);  // waits for id's GPUs
   ASSERT_EQ(h.job(other).state, JobState::kPending);
   const std::string node = h.job(id).nodes.at(0);
-  const auto on_disk = [&] {
-    auto st = (*store::SqliteStateStore::open(dir.file("s.db")))->load();
-    EXPECT_TRUE(st);
-    for (const auto& j : st->jobs)
-      if (j.id == id) return j.state;
-    return JobState::kPending;
-  };
+  const auto on_disk = [&] { return state_on_disk(dir, id); };
   ASSERT_EQ(on_disk(), JobState::kStarting);
   const int64_t syncs = h.service->stats().log_syncs_total;
   h.hub->on_message(p.get(), launched(first_alloc(id), id, node).dump());
@@ -252,13 +246,7 @@ TEST(AgentHub, NodeChangesWriteTheDeferredReportsBeforeTheirSyncAcksThem) {
   Harness h(dir);
   auto p = h.connect({"n1", "n2"});
   const Caller root{"root", store::Role::kAdmin};
-  const auto on_disk = [&](jobs::JobId id) {
-    auto st = (*store::SqliteStateStore::open(dir.file("s.db")))->load();
-    EXPECT_TRUE(st);
-    for (const auto& j : st->jobs)
-      if (j.id == id) return j.state;
-    return JobState::kPending;
-  };
+  const auto on_disk = [&](jobs::JobId id) { return state_on_disk(dir, id); };
   int seq = 10;
   for (const bool remove : {false, true}) {
     const auto id = h.running(p, 8);
