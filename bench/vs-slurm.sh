@@ -12,9 +12,12 @@
 # timed with bash's EPOCHREALTIME (no fork). Installs Slurm and munge when missing (bench/slurm/install.sh).
 #
 #   bench/vs-slurm.sh [-b BUILD] [-n "1000 5000"] [-s "1000 5000"] [-r RUNS] [-N "1024 256 128"] [-l LEAF]
-#                     [-w DIR] [-t E2E_TIMEOUT_S] [-u SLURM_DIR] [-W WARMUP_JOBS]
+#                     [-w DIR] [-t E2E_TIMEOUT_S] [-u SLURM_DIR] [-W WARMUP_JOBS] [-d synced|written]
 #   bench/vs-slurm.sh -R RESULTS_TSV      # only the tables, from an earlier run's results.tsv
 #
+# -d: when Railyard acknowledges a submit (railyard-scheduler --submit-durability): synced, the default (on
+# disk: one fsync per one-job submit), or written (in its log: a killed scheduler loses none; Slurm answers
+# with the job record in memory and saves job state in the background, every 5 s at most). Noted under the tables.
 # -n: sizes of the bulk runs; -s: sizes of the one-CLI-call-per-job runs (default: as -n; "none": skip either; minutes
 # per 1,000 jobs on 2 cores). -u: use a Slurm that bench/slurm/setup.sh already started in SLURM_DIR (its node
 # count is used for Railyard too; it is left running). -r: measure each N RUNS times, Slurm and Railyard in
@@ -80,21 +83,30 @@ report() {
         f = median(sub_, "floor", k, n); sl = median(sub_, "slurm", k, n); ry = median(sub_, "railyard", k, n)
         printf "| %s | %s | %s | %s | %s | %s |\n", p[1], p[2],
           (f == "-" ? "-" : sprintf("%.0f", (p[1] == "bulk" ? f / p[2] : f))), fmt(sl, 0), ratio(f, sl), ratio(ry, sl) } }' "$1"
+  local mode=synced
+  [[ -f $(dirname "$1")/railyard-durability ]] && mode=$(cat "$(dirname "$1")/railyard-durability")
+  echo "(Railyard's submits acknowledged once $mode: railyard-scheduler --submit-durability $mode.)"
   echo "(ratios: Railyard over Slurm for jobs/s; Slurm over Railyard for CPU per job, so > 1x favours Railyard."
   echo " Floor: the same loop starting /bin/true instead of the CLI; bulk: one call, so its rate is calls/s.)"
 }
-while getopts "b:n:s:r:N:l:w:t:u:W:R:" opt; do
+DURABILITY=synced
+while getopts "b:n:s:r:N:l:w:t:u:W:R:d:" opt; do
   case $opt in
     b) BUILD=$(realpath "$OPTARG") ;; n) SIZES=$OPTARG ;; N) NODE_TRIES=$OPTARG ;; l) LEAF=$OPTARG ;;
     w) WORK=$(realpath -m "$OPTARG"); mkdir -p "$WORK" ;; t) E2E_TIMEOUT=$OPTARG ;;
     s) SINGLE_SIZES=$OPTARG ;; u) USE_SLURM=$(realpath "$OPTARG") ;; r) RUNS=$OPTARG ;; W) WARMUP=$OPTARG ;;
     R) rmdir "$WORK"; report "$OPTARG"; exit 0 ;;
-    *) sed -n '2,26p' "$0"; exit 2 ;;
+    d) DURABILITY=$OPTARG ;;
+    *) sed -n '2,29p' "$0"; exit 2 ;;
   esac
 done
 SINGLE_SIZES=${SINGLE_SIZES:-$SIZES}
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "vs-slurm: -r takes a count of runs (1, 2, ...), not '$RUNS'" >&2; exit 2; }
 [[ $WARMUP =~ ^[0-9]+$ ]] || { echo "vs-slurm: -W takes a count of jobs (0: no warm-up), not '$WARMUP'" >&2; exit 2; }
+[[ $DURABILITY == synced || $DURABILITY == written ]] ||
+  { echo "vs-slurm: -d takes synced or written, not '$DURABILITY'" >&2; exit 2; }
+echo "$DURABILITY" > "$WORK/railyard-durability"
+RY_UP_ARGS="${RY_UP_ARGS:-} --scheduler-arg=--submit-durability=$DURABILITY"
 export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
 "$here/slurm/install.sh"  # sbatch, slurmctld, munge when missing (apt)
 for p in railyard railyard-scheduler railyard-agent sbatch slurmctld curl; do
@@ -126,7 +138,7 @@ reset_hwm() { echo 5 > "/proc/$1/clear_refs" 2>/dev/null || true; }
 
 # --- bring up both clusters --------------------------------------------------------------------------------
 sbs_up "$NODE_TRIES" || { log "no node count came up"; exit 1; }
-log "both up: $NODES nodes (leaf $LEAF); slurmctld pid $CTLD, railyard-scheduler pid $SCHED; work dir $WORK"
+log "both up: $NODES nodes (leaf $LEAF); slurmctld pid $CTLD, railyard-scheduler pid $SCHED (submits $DURABILITY); work dir $WORK"
 
 # --- the four runs per N -------------------------------------------------------------------------------------
 slurm_single() { for ((i = 0; i < $1; i++)); do sbatch -Q --gres=gpu:1 -o /dev/null --wrap true; done; }

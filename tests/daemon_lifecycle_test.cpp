@@ -485,6 +485,33 @@ TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
   EXPECT_TRUE(d.priority_weights.empty());
 }
 
+// "submit_durability" / --submit-durability: synced (the default) or written, nothing else.
+TEST(DaemonConfig, SubmitDurabilityIsSyncedOrWritten) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.submit_durability, "synced");
+  ASSERT_EQ(parse_submit_durability(c.submit_durability).value(), store::Durability::kSynced);
+  ASSERT_TRUE(merge(R"({"submit_durability": "written"})", {}, c));
+  EXPECT_EQ(c.submit_durability, "written");
+  EXPECT_EQ(parse_submit_durability(c.submit_durability).value(), store::Durability::kWritten);
+  DaemonConfig flagged;  // --submit-durability synced on the command line
+  ASSERT_TRUE(merge(R"({"submit_durability": "written"})", {"submit_durability"}, flagged));
+  EXPECT_EQ(flagged.submit_durability, "synced");
+  for (const char* bad : {R"({"submit_durability": "deferred"})", R"({"submit_durability": "async"})",
+                          R"({"submit_durability": true})", R"({"submit_durability": ""})"}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("submit_durability: must be \"synced\" or \"written\""),
+              std::string::npos)
+        << s.error().message;
+    EXPECT_EQ(d.submit_durability, "synced");
+  }
+  auto text = parse_submit_durability("fsync");
+  ASSERT_FALSE(text);
+  EXPECT_NE(text.error().message.find("expected synced"), std::string::npos) << text.error().message;
+}
+
 // The same keys from a TOML file (named *.toml), with the same checks and flags still winning.
 TEST(DaemonConfig, TomlFileGivesTheSameKeys) {
   const ConfigFile merge("c.toml");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -428,6 +429,174 @@ TEST(Service, TheDelayedSyncWaitsAgainAfterASyncedCommit) {
   EXPECT_EQ(svc.stats().log_syncs_total, 1);
   EXPECT_TRUE(durable);
   EXPECT_TRUE(timers.empty());
+}
+
+// --submit-durability written: a submit is answered once its commit is in the log (another connection reads
+// the job then), before any sync; the delayed sync makes it durable (a waiter on durability hears then). By
+// default the commit is synced: durable when answered. A deferred submit is refused.
+TEST(Service, WrittenSubmitsAreAnsweredBeforeTheirSyncAndSyncedWithinTheDelay) {
+  for (const auto mode : {store::Durability::kWritten, store::Durability::kSynced}) {
+    SCOPED_TRACE(mode == store::Durability::kWritten ? "written" : "synced");
+    testing::TempDir dir;
+    auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+    ASSERT_TRUE(cluster);
+    auto st = SqliteStateStore::open(dir.file("s.db"));
+    ASSERT_TRUE(st);
+    FakeLoop loop;
+    std::deque<std::function<void()>> timers;
+    daemon::Loop fake{
+        [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+        [&](std::chrono::milliseconds, std::function<void()> fn) { timers.push_back(std::move(fn)); }};
+    daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+    EXPECT_FALSE(svc.set_submit_durability(store::Durability::kDeferred));
+    ASSERT_TRUE(svc.set_submit_durability(mode));
+    EXPECT_EQ(svc.stats().submits_synced, mode == store::Durability::kSynced);
+    ASSERT_TRUE(svc.open());
+    auto settle = [&] {  // everything posted so far, delayed work included
+      for (loop.run(); !timers.empty(); loop.run()) {
+        auto fn = std::move(timers.front());
+        timers.pop_front();
+        fn();
+      }
+    };
+    settle();
+    const int64_t syncs_before = svc.stats().log_syncs_total;
+    const daemon::Caller ada{"ada", store::Role::kUser};
+    jobs::JobSpec spec;
+    spec.gpus = 8;
+    ASSERT_TRUE(svc.prepare(spec, ada));
+    std::vector<jobs::JobId> acked;
+    svc.submit({spec}, ada, [&](Result<std::vector<jobs::JobId>> ids) {
+      ASSERT_TRUE(ids) << ids.error().message;
+      acked = *ids;
+    });
+    while (acked.empty() && !loop.work.empty()) {  // up to the answer (the pass it requests comes after)
+      auto fn = std::move(loop.work.front());
+      loop.work.pop_front();
+      fn();
+    }
+    ASSERT_EQ(acked, std::vector<jobs::JobId>{1});
+    EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM jobs WHERE id = 1"), 1)
+        << "in the log when answered";
+    bool durable = false;
+    svc.when_durable([&] { durable = true; });
+    EXPECT_EQ(svc.stats().log_syncs_total, syncs_before);
+    if (mode == store::Durability::kSynced) {
+      EXPECT_TRUE(durable) << "a synced submit is durable when answered";
+      EXPECT_TRUE(timers.empty()) << "nothing for a delayed sync";
+      continue;
+    }
+    EXPECT_FALSE(durable) << "written, not synced yet";
+    EXPECT_EQ(timers.size(), 1u) << "the delayed sync is posted";
+    settle();
+    EXPECT_EQ(svc.stats().log_syncs_total, syncs_before + 1)
+        << "one delayed sync for the submit and its pass";
+    EXPECT_TRUE(durable);
+  }
+}
+
+// The delayed sync off the loop (sync_log_on_thread in the daemon; a test-controlled executor here): the loop
+// goes on while the fsync runs; a waiter for what was committed before it hears when it comes back, one for a
+// commit made meanwhile only after the next sync; a synced commit meanwhile releases both at once.
+TEST(Service, TheDelayedSyncOffTheLoopReleasesOnlyWhatItCovers) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  ASSERT_TRUE(cluster);
+  auto st = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(st);
+  FakeLoop loop;
+  std::deque<std::function<void()>> timers, syncs;
+  daemon::Loop fake{
+      [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+      [&](std::chrono::milliseconds, std::function<void()> fn) { timers.push_back(std::move(fn)); }};
+  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  svc.set_sync_executor([&](std::function<void()> fn) { syncs.push_back(std::move(fn)); });
+  ASSERT_TRUE(svc.open());
+  loop.run();
+  const auto drain = [&](int i, store::Durability d) {
+    store::WriteBatch b;
+    b.nodes.push_back({cluster->node(i).name, sched::NodeHealth::kDrain, "test"});
+    b.durability = d;
+    return svc.commit(std::move(b));
+  };
+  auto pop = [](std::deque<std::function<void()>>& q) {
+    auto fn = std::move(q.front());
+    q.pop_front();
+    fn();
+  };
+  bool first = false, second = false;
+  ASSERT_TRUE(drain(0, store::Durability::kWritten));
+  svc.when_durable([&] { first = true; });
+  ASSERT_EQ(timers.size(), 1u);
+  pop(timers);  // the delayed sync: its fsync goes to the executor
+  loop.run();
+  ASSERT_EQ(syncs.size(), 1u);
+  EXPECT_FALSE(first) << "not before the fsync is done";
+  ASSERT_TRUE(drain(1, store::Durability::kWritten));  // while it runs
+  svc.when_durable([&] { second = true; });
+  pop(syncs);
+  loop.run();
+  EXPECT_TRUE(first);
+  EXPECT_FALSE(second) << "committed after the fsync began: the next sync";
+  EXPECT_EQ(svc.stats().log_syncs_total, 1);
+  ASSERT_EQ(timers.size(), 1u);
+  pop(timers);
+  loop.run();
+  ASSERT_EQ(syncs.size(), 1u);
+  pop(syncs);
+  loop.run();
+  EXPECT_TRUE(second);
+  EXPECT_EQ(svc.stats().log_syncs_total, 2);
+
+  // A synced commit while a sync is in flight makes everything durable at once.
+  bool third = false;
+  ASSERT_TRUE(drain(2, store::Durability::kWritten));
+  pop(timers);
+  loop.run();
+  ASSERT_EQ(syncs.size(), 1u);
+  svc.when_durable([&] { third = true; });  // covered by the sync in flight
+  EXPECT_FALSE(third);
+  ASSERT_TRUE(drain(3, store::Durability::kSynced));
+  EXPECT_TRUE(third);
+  pop(syncs);
+  loop.run();
+  EXPECT_EQ(svc.stats().log_syncs_total, 3);
+  EXPECT_TRUE(timers.empty());
+}
+
+// The log's sync through a descriptor of its own, from another thread while the store commits.
+TEST(SqliteStore, SyncsElsewhereWhileItCommits) {
+  testing::TempDir dir;
+  auto s = SqliteStateStore::open(dir.file("e.db"));
+  ASSERT_TRUE(s);
+  auto sync = (*s)->sync_elsewhere();
+  ASSERT_TRUE(sync);
+  store::WriteBatch b;
+  b.durability = store::Durability::kWritten;
+  b.inserts = {make_job(1, 1)};
+  ASSERT_TRUE((*s)->commit(b));
+  std::atomic<bool> stop = false;
+  std::atomic<int> synced = 0;
+  std::thread t([&] {
+    while (!stop) {
+      ASSERT_TRUE(sync()) << "sync failed";
+      ++synced;
+    }
+  });
+  for (int i = 2; i < 50; ++i) {
+    b.inserts = {make_job(i, 1)};
+    ASSERT_TRUE((*s)->commit(b));
+  }
+  while (synced < 3) std::this_thread::yield();
+  stop = true;
+  t.join();
+  ASSERT_TRUE(sync());
+  EXPECT_EQ(count_rows(dir.file("e.db"), "SELECT count(*) FROM jobs"), 49);
+  // A log that is not where it was (removed under the scheduler): an error, not a sync that did nothing.
+  std::filesystem::remove(dir.file("e.db-wal"));
+  auto gone = sync();
+  ASSERT_FALSE(gone);
+  EXPECT_NE(gone.error().message.find("e.db-wal"), std::string::npos) << gone.error().message;
 }
 
 TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {

@@ -448,9 +448,21 @@ TEST_F(DaemonTest, ConfigFileKeysWithFlagsWinning) {
   EXPECT_EQ(c.request("GET", "/api/v1/nodes", "", bob_).json()["nodes"].size(), 2u);  // cluster from the file
 }
 
-// kill -9 while submits are in flight: every acknowledged job is there after a restart, exactly once.
-TEST_F(DaemonTest, AcknowledgedSubmitsSurviveKill9) {
-  auto d = start();
+// kill -9 while submits are in flight: every acknowledged job is there after a restart, exactly once; with
+// submits acknowledged once synced (the default) and once written to the log (--submit-durability written,
+// which a killed process keeps: only a crash of the machine could lose the last of them).
+class DaemonKillTest : public DaemonTest, public ::testing::WithParamInterface<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(Durability, DaemonKillTest, ::testing::Values("synced", "written"));
+
+TEST_P(DaemonKillTest, AcknowledgedSubmitsSurviveKill9) {
+  auto d = start({"--submit-durability", GetParam()});
+  {
+    HttpClient m(d->port());
+    const std::string synced = std::string(GetParam()) == "synced" ? "1" : "0";
+    EXPECT_NE(m.request("GET", "/metrics").body.find("\nrailyard_submits_synced " + synced + "\n"),
+              std::string::npos);
+  }
   std::atomic<int> acked{0};
   std::vector<std::vector<int64_t>> ids(4);
   std::vector<std::thread> clients;

@@ -191,6 +191,10 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
   metric("railyard_log_syncs_total", "counter",
          "Syncs of the state database's log for passes and agent reports (not by an acknowledged commit).",
          "railyard_log_syncs_total " + std::to_string(stats.log_syncs_total) + "\n");
+  metric("railyard_submits_synced", "gauge",
+         "1: a submit is acknowledged once on disk (fsynced); 0: once written to the log "
+         "(--submit-durability written).",
+         std::string("railyard_submits_synced ") + (stats.submits_synced ? "1" : "0") + "\n");
   metric("railyard_deferred_reports_total", "counter",
          "Agent reports (launches, ends) written with a later transaction instead of one of their own.",
          "railyard_deferred_reports_total " + std::to_string(stats.deferred_batches_total) + "\n");

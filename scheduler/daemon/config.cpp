@@ -104,6 +104,9 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
           s = invalid(file_path + ": priority_weights: " + bad.error().message);
       }
       if (s && !is_given) c.priority_weights = v.get<std::string>();
+    } else if (key == "submit_durability") {
+      s = want(v.is_string() && parse_submit_durability(v.get<std::string>()), "\"synced\" or \"written\"");
+      if (s && !is_given) c.submit_durability = v.get<std::string>();
     } else if (key == "private") {
       s = want(v.is_boolean(), "true or false");
       if (s && !is_given) c.private_reads = v.get<bool>();
@@ -111,11 +114,19 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
       s = invalid(file_path + ": " + key +
                   ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
                   "agent_secret_file, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-                  "priority_weights, tls_cert, tls_key)");
+                  "priority_weights, tls_cert, tls_key, submit_durability)");
     }
     if (!s) return s;
   }
   return ok();
+}
+
+Result<store::Durability> parse_submit_durability(const std::string& text) {
+  if (text == "synced") return store::Durability::kSynced;
+  if (text == "written") return store::Durability::kWritten;
+  return invalid("submit durability " + text +
+                 ": expected synced (on disk when acknowledged) or written (in the "
+                 "log: survives a killed scheduler, not a machine crash)");
 }
 
 Result<ListenAddress> parse_listen(const std::string& text) {

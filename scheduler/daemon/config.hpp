@@ -3,7 +3,7 @@
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
 //   "launch_timeout": 120, "compact_wait": 300, "priority_weights": "size=0", "tls_cert": "...",
-//   "tls_key": "..."});
+//   "tls_key": "...", "submit_durability": "synced"});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/result.hpp"
+#include "scheduler/store/state_store.hpp"
 #include "topology/cluster.hpp"
 
 namespace railyard::daemon {
@@ -31,7 +32,13 @@ struct DaemonConfig {
   std::string priority_weights;    // "qos=N,age=N,fairshare=N,size=N", any subset; "" = the defaults
   std::string tls_cert;            // PEM certificate chain; with tls_key: HTTPS/WSS only
   std::string tls_key;             // PEM private key
+  // When a submit is acknowledged: "synced" (on disk) or "written" (in the log:
+  // Service::set_submit_durability).
+  std::string submit_durability = "synced";
 };
+
+// "synced" -> kSynced, "written" -> kWritten; anything else is an error naming both.
+Result<store::Durability> parse_submit_durability(const std::string& text);
 
 // Fills every key of `file_path` not in `given` (the flags set on the command line).
 Status merge_config_file(const std::string& file_path, const std::set<std::string>& given,

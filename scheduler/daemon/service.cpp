@@ -92,9 +92,10 @@ struct Service::SubmitWork {
 };
 
 Service::~Service() {
-  alive_.reset();  // a pass or submit commit finishing now posts an apply that will do nothing
+  alive_.reset();  // a pass, submit commit or sync finishing now posts an apply that will do nothing
   thread_.reset();
   submit_thread_.reset();
+  sync_thread_.reset();
   if (auto s = write_deferred(); !s) spdlog::error("writing the last agent reports: {}", s.error().message);
 }
 
@@ -106,6 +107,11 @@ store::StateStore& Service::store() {
 void Service::run_passes_on_thread() {
   thread_ = std::make_unique<PassThread>();
   executor_ = [t = thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); };
+}
+
+void Service::sync_log_on_thread() {
+  sync_thread_ = std::make_unique<PassThread>();
+  sync_executor_ = [t = sync_thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); };
 }
 
 void Service::commit_submits_on_thread(std::unique_ptr<store::StateStore> store, size_t min_jobs) {
@@ -120,6 +126,14 @@ void Service::set_submit_committer(std::unique_ptr<store::StateStore> store, Exe
   submit_store_ = std::move(store);
   submit_executor_ = std::move(executor);
   submit_thread_min_jobs_ = min_jobs;
+}
+
+Status Service::set_submit_durability(store::Durability durability) {
+  if (durability == store::Durability::kDeferred)
+    return invalid("a submit is acknowledged once written or once synced, not deferred");
+  submit_durability_ = durability;
+  stats_.submits_synced = durability == store::Durability::kSynced;
+  return ok();
 }
 
 Status Service::open() {
@@ -240,6 +254,7 @@ void Service::flush_submits() {
   queue_.clear();
   const size_t jobs = std::exchange(queued_jobs_, 0);
   WriteBatch& b = work->batch;
+  b.durability = submit_durability_;
   for (auto& q : work->queue)
     for (auto& r : q.jobs) {
       b.events.push_back({job_subject(r.id), r.submit_time, q.actor, "submitted"});
@@ -259,7 +274,13 @@ void Service::flush_submits() {
   submit_executor_([this, work, alive] {
     work->status = submit_store_->commit(work->batch);
     loop_.post(guarded("submit commit", [this, work, alive] {
-      if (!alive.expired()) submits_committed(work);
+      if (alive.expired()) return;
+      // A kWritten commit through the second connection is synced like the loop's own (the delayed sync
+      // syncs the one log both write). A kSynced one leaves the loop's unsynced commits as they are: those
+      // made while it was in flight may have missed its fsync.
+      if (work->status && work->batch.durability == store::Durability::kWritten)
+        committed(store::Durability::kWritten);
+      submits_committed(work);
     }));
   });
 }
@@ -412,28 +433,60 @@ void Service::sync_log(uint64_t syncs_then) {
   // after it, less than kLazySyncDelay ago: wait that long again (in a stream of submits, the next submit's
   // commit syncs it, and this sync never runs).
   if (syncs_then != syncs_) return post_sync();
+  if (sync_in_flight_) return post_sync();  // one at a time: what came since waits for the next
   if (auto s = write_deferred(); !s) {
     spdlog::error("writing agent reports: {}", s.error().message);
     return committed(store::Durability::kWritten);  // try again later; the waiters keep waiting
   }
-  if (auto s = store_->sync(); !s) {
-    spdlog::error("syncing the state database: {}", s.error().message);
+  auto elsewhere = sync_executor_ ? store_->sync_elsewhere() : nullptr;
+  if (!elsewhere) {
+    if (auto s = store_->sync(); !s) {
+      spdlog::error("syncing the state database: {}", s.error().message);
+      return committed(store::Durability::kWritten);  // try again later; the waiters keep waiting
+    }
+    ++stats_.log_syncs_total;
+    return now_durable();
+  }
+  // Off the loop: the fsync covers everything written so far; commits made while it runs wait for the next.
+  sync_in_flight_ = true;
+  unsynced_ = false;
+  in_flight_waiters_ = std::exchange(durable_waiters_, {});
+  std::weak_ptr<char> alive = alive_;
+  sync_executor_([this, elsewhere = std::move(elsewhere), post = loop_.post, alive] {
+    Status s = elsewhere();
+    post(guarded("log sync", [this, s = std::move(s), alive] {
+      if (!alive.expired()) log_synced(s);
+    }));
+  });
+}
+
+void Service::log_synced(const Status& status) {
+  sync_in_flight_ = false;
+  auto waiters = std::exchange(in_flight_waiters_, {});
+  if (!status) {
+    spdlog::error("syncing the state database: {}", status.error().message);
+    durable_waiters_.insert(durable_waiters_.begin(), std::make_move_iterator(waiters.begin()),
+                            std::make_move_iterator(waiters.end()));
     return committed(store::Durability::kWritten);  // try again later; the waiters keep waiting
   }
   ++stats_.log_syncs_total;
-  now_durable();
+  for (auto& fn : waiters) fn();
 }
 
 void Service::now_durable() {
   ++syncs_;
   unsynced_ = false;
+  // A synced commit's fsync covers a sync still in flight too: its waiters need not wait for it.
+  auto first = std::exchange(in_flight_waiters_, {});
   auto waiters = std::exchange(durable_waiters_, {});
+  for (auto& fn : first) fn();
   for (auto& fn : waiters) fn();
 }
 
 void Service::when_durable(std::function<void()> fn) {
-  if (!unsynced_) return fn();
-  durable_waiters_.push_back(std::move(fn));
+  if (unsynced_) return durable_waiters_.push_back(std::move(fn));
+  if (sync_in_flight_) return in_flight_waiters_.push_back(std::move(fn));  // all it needs was before
+  fn();
 }
 
 void Service::stamp_events(WriteBatch& batch) const {

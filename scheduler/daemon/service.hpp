@@ -34,15 +34,17 @@
 // jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
 //
 // Durability (store::Durability): submits and API actions commit kSynced, so what a caller hears is done
-// is on disk. Passes commit kWritten (in SQLite's log: a killed scheduler loses nothing, a crashed machine
-// can lose their last few milliseconds, which agents' re-registration reconciles); the next synced commit,
-// or a sync posted kLazySyncDelay after the first unsynced one, makes them durable (that sync waits one
-// more kLazySyncDelay when a synced commit came meanwhile: what is unsynced then is younger). The reports
-// agents repeat until they are durable (a job's launch and its end) are kDeferred: applied at once and
-// written in the loop's next transaction (a submit's, a pass's) or by that sync, so a stream of one-job
-// submits writes one transaction per submit and one per pass instead of two more per job. when_durable() runs
-// a callback once all of that is on disk (the agent hub acks alloc_finished there), so a stream of jobs costs
-// one fsync per submit commit, and the delayed sync runs only when no submit came for kLazySyncDelay.
+// is on disk (submits may be set to kWritten instead: set_submit_durability). Passes commit kWritten (in
+// SQLite's log: a killed scheduler loses nothing, a crashed machine can lose their last few milliseconds,
+// which agents' re-registration reconciles); the next synced commit, or a sync posted kLazySyncDelay after
+// the first unsynced one, makes them durable (that sync waits one more kLazySyncDelay when a synced commit
+// came meanwhile: what is unsynced then is younger). The reports agents repeat until they are durable (a
+// job's launch and its end) are kDeferred: applied at once and written in the loop's next transaction (a
+// submit's, a pass's) or by that sync, so a stream of one-job submits writes one transaction per submit and
+// one per pass instead of two more per job. In the daemon the delayed sync's fsync runs on a thread of its
+// own (sync_log_on_thread) while the loop goes on. when_durable() runs a callback once all of that is on disk
+// (the agent hub acks alloc_finished there), so a stream of jobs costs one fsync per submit commit, and the
+// delayed sync runs only when no submit came for kLazySyncDelay.
 #pragma once
 
 #include <chrono>
@@ -79,6 +81,7 @@ struct ServiceStats {
   int64_t log_syncs_total = 0;     // syncs of kWritten commits by the delayed sync (not by a synced commit)
   int64_t deferred_batches_total = 0;  // kDeferred batches written (each in a later transaction)
   int64_t array_tasks_total = 0;   // jobs created as the tasks of arrays
+  bool submits_synced = true;      // Service::submit_durability() is kSynced
 };
 
 // The event loop the service runs on (the HTTP server's, or a fake in tests).
@@ -115,6 +118,11 @@ class Service {
   // the destructor; a test's executor must run or drop its work before the service is destroyed.
   void run_passes_on_thread();
   void set_pass_executor(Executor executor) { executor_ = std::move(executor); }
+  // Where the delayed sync's fsync runs: by default on the loop (store().sync()); with these, on `executor`
+  // or a thread of the service's own (StateStore::sync_elsewhere()), while the loop goes on serving; its
+  // waiters hear once it is done. Call before open().
+  void sync_log_on_thread();
+  void set_sync_executor(Executor executor) { sync_executor_ = std::move(executor); }
   // Where submits commit (see the header comment): by default on the loop, through the service's store;
   // with these, through `store` (a second connection to the same database) on `executor` (one task at a
   // time, in order) or on a thread of the service's own. Call before open().
@@ -122,6 +130,12 @@ class Service {
                                 size_t min_jobs = kSubmitThreadMinJobs);
   void set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor,
                             size_t min_jobs = kSubmitThreadMinJobs);
+  // How durable a submit is when its caller hears back (railyard-scheduler --submit-durability): kSynced, the
+  // default, on disk; or kWritten, in the log, which a killed scheduler keeps and a crash of the machine can
+  // lose the last 2 x kLazySyncDelay of (the delayed sync makes them durable). kDeferred is refused. Any
+  // time.
+  Status set_submit_durability(store::Durability durability);
+  store::Durability submit_durability() const { return submit_durability_; }
 
   // Loads the store and requests a first pass.
   Status open();
@@ -223,6 +237,7 @@ class Service {
   void post_sync();
   void sync_log(uint64_t syncs_then);
   void now_durable();
+  void log_synced(const Status& status);
 
   JobTable table_;
   std::unique_ptr<store::StateStore> store_;
@@ -236,6 +251,7 @@ class Service {
   size_t queued_jobs_ = 0;         // jobs in queue_
   uint64_t submit_arrivals_ = 0;   // submit() calls so far
   size_t submit_thread_min_jobs_ = kSubmitThreadMinJobs;
+  store::Durability submit_durability_ = store::Durability::kSynced;
   bool pass_posted_ = false;
   bool pass_in_flight_ = false;  // snapshot taken, plan not applied yet
   bool pass_again_ = false;      // a pass was requested while one was in flight
@@ -249,7 +265,9 @@ class Service {
   std::vector<WriteBatch> deferred_;  // kDeferred batches applied but not written yet, in order
   bool sync_posted_ = false;  // sync_log() is posted
   uint64_t syncs_ = 0;        // times everything committed became durable (synced commits and syncs)
-  std::vector<std::function<void()>> durable_waiters_;
+  std::vector<std::function<void()>> durable_waiters_;  // for what is unsynced
+  bool sync_in_flight_ = false;  // a sync on sync_executor_ has started and not come back
+  std::vector<std::function<void()>> in_flight_waiters_;  // for what that sync covers
   // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers
   // with the last snapshot's, so that snapshot is kept alive (last_work_, also executor-only) until the
   // next one is built: a new buffer can never have an old one's address.
@@ -263,6 +281,8 @@ class Service {
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // expired once destruction starts
   std::unique_ptr<store::StateStore> submit_store_;  // used on submit_executor_ only
   Executor submit_executor_;
+  Executor sync_executor_;
+  std::unique_ptr<PassThread> sync_thread_;                 // joined before store_ closes
   std::unique_ptr<PassThread> submit_thread_;               // joined before submit_store_ closes
   std::unique_ptr<PassThread> thread_;                      // last: joined first
 };

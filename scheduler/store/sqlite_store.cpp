@@ -1,9 +1,15 @@
 #include "scheduler/store/sqlite_store.hpp"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "jobs/spec_json.hpp"
@@ -401,6 +407,61 @@ Status SqliteStateStore::sync() {
   if (const int rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL); rc != SQLITE_OK)
     return Error{ErrorCode::kUnavailable, std::string("syncing the write-ahead log: ") + sqlite3_errstr(rc)};
   return ok();
+}
+
+// The log file seen through a descriptor of its own: see SqliteStateStore::sync_elsewhere.
+class LogSyncer {
+ public:
+  explicit LogSyncer(std::string path) : path_(std::move(path)) {}
+  ~LogSyncer() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  LogSyncer(const LogSyncer&) = delete;
+  LogSyncer& operator=(const LogSyncer&) = delete;
+
+  Status sync() {
+    struct stat now {};
+    if (::stat(path_.c_str(), &now) != 0) return failed("stat");  // gone: SQLite writes where this cannot see
+    if (fd_ < 0 || now.st_ino != ino_ || now.st_dev != dev_) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) return failed("open");
+      struct stat opened {};
+      if (::fstat(fd_, &opened) != 0) return failed("fstat");
+      ino_ = opened.st_ino;
+      dev_ = opened.st_dev;
+      const auto dir = std::filesystem::path(path_).parent_path();
+      const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd < 0) return failed("open the directory of");
+      const int rc = ::fsync(dfd);
+      ::close(dfd);
+      if (rc != 0) return failed("sync the directory of");
+    }
+    if (::fdatasync(fd_) != 0) return failed("fdatasync");
+    return ok();
+  }
+
+ private:
+  Status failed(const char* what) {
+    const int err = errno;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    return Error{ErrorCode::kUnavailable, std::string("syncing the write-ahead log: ") + what + " " + path_ +
+                                              ": " + std::strerror(err)};
+  }
+  std::string path_;
+  int fd_ = -1;
+  ino_t ino_ = 0;
+  dev_t dev_ = 0;
+};
+
+std::function<Status()> SqliteStateStore::sync_elsewhere() {
+  const char* db = sqlite3_db_filename(db_, "main");
+  if (!db || !*db) return nullptr;  // in memory
+  const char* wal = sqlite3_filename_wal(db);
+  if (!wal || !*wal) return nullptr;
+  if (!log_syncer_) log_syncer_ = std::make_shared<LogSyncer>(wal);
+  return [syncer = log_syncer_] { return syncer->sync(); };
 }
 
 Status SqliteStateStore::add_token(const TokenRecord& t) {

@@ -19,6 +19,8 @@ namespace railyard::store {
 std::span<const std::string_view> schema_migrations();
 inline int latest_schema_version() { return static_cast<int>(schema_migrations().size()); }
 
+class LogSyncer;  // sqlite_store.cpp
+
 class SqliteStateStore final : public StateStore {
  public:
   // Opens (creating when missing) and migrates up to `target_version` (tests stop early to test upgrades).
@@ -32,6 +34,10 @@ class SqliteStateStore final : public StateStore {
   Status commit(const WriteBatch& batch) override;
   Status commit_all(std::span<const WriteBatch* const> batches) override;
   Status sync() override;
+  // fdatasync of the log file through a descriptor of its own (SQLite's file object is not to be shared
+  // between threads), which it opens on first use and again if the file was replaced; the log's directory
+  // is synced once per file opened, as SQLite does after creating the log.
+  std::function<Status()> sync_elsewhere() override;
   Status add_token(const TokenRecord& token) override;
   Result<std::optional<TokenRecord>> find_token(const std::string& hash) override;
   Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
@@ -47,6 +53,7 @@ class SqliteStateStore final : public StateStore {
   int version_ = 0;
   Durability mode_ = Durability::kSynced;  // the connection's synchronous setting: FULL, or NORMAL
   std::unique_ptr<Statements> statements_;  // after migrate(): prepared against the latest schema
+  std::shared_ptr<LogSyncer> log_syncer_;   // sync_elsewhere()'s, made on its first call
 };
 
 }  // namespace railyard::store

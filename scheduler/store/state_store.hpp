@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -157,6 +158,10 @@ class StateStore {
   virtual Status commit_all(std::span<const WriteBatch* const> batches) = 0;
   // Makes every earlier commit of this store kSynced (fsyncs the log).
   virtual Status sync() = 0;
+  // The same as a function that may run on another thread while this store goes on committing: what was
+  // committed before it starts is synced when it returns (later commits may or may not be). nullptr where
+  // the store has none; then sync() on the store's own thread.
+  virtual std::function<Status()> sync_elsewhere() { return nullptr; }
   virtual Status add_token(const TokenRecord& token) = 0;
   virtual Result<std::optional<TokenRecord>> find_token(const std::string& hash) = 0;
   // Newest last; at most `limit`; subject "" for all.
