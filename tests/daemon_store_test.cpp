@@ -381,54 +381,68 @@ struct FakeLoop {
   }
 };
 
-// The delayed sync of kWritten commits (service.hpp, "Durability"): it runs kLazySyncDelay after the first
-// unsynced commit, unless a synced commit came in between; then what is unsynced is younger than that, and
-// it waits one more delay (a stream of submits syncs the scheduler's own commits with its own fsyncs).
-TEST(Service, TheDelayedSyncWaitsAgainAfterASyncedCommit) {
+// A service of a one-SU cluster on a new database, over a FakeLoop whose delayed work (post_after) waits in
+// `timers` until the test runs it: fire() runs the first, settle() everything posted, delayed or not.
+struct TimedService {
   testing::TempDir dir;
-  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
-  ASSERT_TRUE(cluster);
-  auto st = SqliteStateStore::open(dir.file("s.db"));
-  ASSERT_TRUE(st);
+  Result<topology::Cluster> cluster = topology::generate_superpod("dgx-h100-superpod", 1);
   FakeLoop loop;
   std::deque<std::function<void()>> timers;
-  daemon::Loop fake{
-      [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
-      [&](std::chrono::milliseconds, std::function<void()> fn) { timers.push_back(std::move(fn)); }};
-  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
-  ASSERT_TRUE(svc.open());
-  loop.run();
-  const auto node = [&](const std::string& name, store::Durability d) {
-    store::WriteBatch b;
-    b.nodes.push_back({name, sched::NodeHealth::kDrain, "test"});
-    b.durability = d;
-    return svc.commit(std::move(b));
-  };
-  const std::string n1 = cluster->node(0).name, n2 = cluster->node(1).name, n3 = cluster->node(2).name;
-  bool durable = false;
-  ASSERT_TRUE(node(n1, store::Durability::kWritten));
-  svc.when_durable([&] { durable = true; });
-  ASSERT_EQ(timers.size(), 1u);
-  ASSERT_TRUE(node(n2, store::Durability::kSynced));
-  EXPECT_TRUE(durable) << "the synced commit made the first durable";
-  ASSERT_TRUE(node(n3, store::Durability::kWritten));
-  durable = false;
-  svc.when_durable([&] { durable = true; });
-  EXPECT_EQ(timers.size(), 1u) << "one sync posted at a time";
-  auto fire = [&] {
+  std::unique_ptr<daemon::Service> svc;
+  TimedService() {
+    auto st = SqliteStateStore::open(dir.file("s.db"));
+    if (!cluster || !st) return;
+    daemon::Loop fake{
+        [this](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+        [this](std::chrono::milliseconds, std::function<void()> fn) { timers.push_back(std::move(fn)); }};
+    svc = std::make_unique<daemon::Service>(*cluster, std::move(*st), std::move(fake),
+                                            [] { return int64_t{5000}; });
+  }
+  void fire() {
     auto fn = std::move(timers.front());
     timers.pop_front();
     fn();
     loop.run();
-  };
-  fire();
+  }
+  void settle() {
+    for (loop.run(); !timers.empty();) fire();
+  }
+  // Drains node i through Service::commit with the given durability.
+  Status drain(int i, store::Durability d) {
+    store::WriteBatch b;
+    b.nodes.push_back({cluster->node(i).name, sched::NodeHealth::kDrain, "test"});
+    b.durability = d;
+    return svc->commit(std::move(b));
+  }
+};
+
+// The delayed sync of kWritten commits (service.hpp, "Durability"): it runs kLazySyncDelay after the first
+// unsynced commit, unless a synced commit came in between; then what is unsynced is younger than that, and
+// it waits one more delay (a stream of submits syncs the scheduler's own commits with its own fsyncs).
+TEST(Service, TheDelayedSyncWaitsAgainAfterASyncedCommit) {
+  TimedService h;
+  ASSERT_TRUE(h.svc);
+  daemon::Service& svc = *h.svc;
+  ASSERT_TRUE(svc.open());
+  h.loop.run();
+  bool durable = false;
+  ASSERT_TRUE(h.drain(0, store::Durability::kWritten));
+  svc.when_durable([&] { durable = true; });
+  ASSERT_EQ(h.timers.size(), 1u);
+  ASSERT_TRUE(h.drain(1, store::Durability::kSynced));
+  EXPECT_TRUE(durable) << "the synced commit made the first durable";
+  ASSERT_TRUE(h.drain(2, store::Durability::kWritten));
+  durable = false;
+  svc.when_durable([&] { durable = true; });
+  EXPECT_EQ(h.timers.size(), 1u) << "one sync posted at a time";
+  h.fire();
   EXPECT_EQ(svc.stats().log_syncs_total, 0) << "a synced commit came in between: wait again";
   EXPECT_FALSE(durable);
-  ASSERT_EQ(timers.size(), 1u);
-  fire();
+  ASSERT_EQ(h.timers.size(), 1u);
+  h.fire();
   EXPECT_EQ(svc.stats().log_syncs_total, 1);
   EXPECT_TRUE(durable);
-  EXPECT_TRUE(timers.empty());
+  EXPECT_TRUE(h.timers.empty());
 }
 
 // --submit-durability written: a submit is answered once its commit is in the log (another connection reads
@@ -437,29 +451,14 @@ TEST(Service, TheDelayedSyncWaitsAgainAfterASyncedCommit) {
 TEST(Service, WrittenSubmitsAreAnsweredBeforeTheirSyncAndSyncedWithinTheDelay) {
   for (const auto mode : {store::Durability::kWritten, store::Durability::kSynced}) {
     SCOPED_TRACE(mode == store::Durability::kWritten ? "written" : "synced");
-    testing::TempDir dir;
-    auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
-    ASSERT_TRUE(cluster);
-    auto st = SqliteStateStore::open(dir.file("s.db"));
-    ASSERT_TRUE(st);
-    FakeLoop loop;
-    std::deque<std::function<void()>> timers;
-    daemon::Loop fake{
-        [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
-        [&](std::chrono::milliseconds, std::function<void()> fn) { timers.push_back(std::move(fn)); }};
-    daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+    TimedService h;
+    ASSERT_TRUE(h.svc);
+    daemon::Service& svc = *h.svc;
     EXPECT_FALSE(svc.set_submit_durability(store::Durability::kDeferred));
     ASSERT_TRUE(svc.set_submit_durability(mode));
     EXPECT_EQ(svc.stats().submits_synced, mode == store::Durability::kSynced);
     ASSERT_TRUE(svc.open());
-    auto settle = [&] {  // everything posted so far, delayed work included
-      for (loop.run(); !timers.empty(); loop.run()) {
-        auto fn = std::move(timers.front());
-        timers.pop_front();
-        fn();
-      }
-    };
-    settle();
+    h.settle();
     const int64_t syncs_before = svc.stats().log_syncs_total;
     const daemon::Caller ada{"ada", store::Role::kUser};
     jobs::JobSpec spec;
@@ -470,25 +469,25 @@ TEST(Service, WrittenSubmitsAreAnsweredBeforeTheirSyncAndSyncedWithinTheDelay) {
       ASSERT_TRUE(ids) << ids.error().message;
       acked = *ids;
     });
-    while (acked.empty() && !loop.work.empty()) {  // up to the answer (the pass it requests comes after)
-      auto fn = std::move(loop.work.front());
-      loop.work.pop_front();
+    while (acked.empty() && !h.loop.work.empty()) {  // up to the answer (the pass it requests comes after)
+      auto fn = std::move(h.loop.work.front());
+      h.loop.work.pop_front();
       fn();
     }
     ASSERT_EQ(acked, std::vector<jobs::JobId>{1});
-    EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM jobs WHERE id = 1"), 1)
+    EXPECT_EQ(count_rows(h.dir.file("s.db"), "SELECT count(*) FROM jobs WHERE id = 1"), 1)
         << "in the log when answered";
     bool durable = false;
     svc.when_durable([&] { durable = true; });
     EXPECT_EQ(svc.stats().log_syncs_total, syncs_before);
     if (mode == store::Durability::kSynced) {
       EXPECT_TRUE(durable) << "a synced submit is durable when answered";
-      EXPECT_TRUE(timers.empty()) << "nothing for a delayed sync";
+      EXPECT_TRUE(h.timers.empty()) << "nothing for a delayed sync";
       continue;
     }
     EXPECT_FALSE(durable) << "written, not synced yet";
-    EXPECT_EQ(timers.size(), 1u) << "the delayed sync is posted";
-    settle();
+    EXPECT_EQ(h.timers.size(), 1u) << "the delayed sync is posted";
+    h.settle();
     EXPECT_EQ(svc.stats().log_syncs_total, syncs_before + 1)
         << "one delayed sync for the submit and its pass";
     EXPECT_TRUE(durable);
@@ -499,69 +498,51 @@ TEST(Service, WrittenSubmitsAreAnsweredBeforeTheirSyncAndSyncedWithinTheDelay) {
 // goes on while the fsync runs; a waiter for what was committed before it hears when it comes back, one for a
 // commit made meanwhile only after the next sync; a synced commit meanwhile releases both at once.
 TEST(Service, TheDelayedSyncOffTheLoopReleasesOnlyWhatItCovers) {
-  testing::TempDir dir;
-  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
-  ASSERT_TRUE(cluster);
-  auto st = SqliteStateStore::open(dir.file("s.db"));
-  ASSERT_TRUE(st);
-  FakeLoop loop;
-  std::deque<std::function<void()>> timers, syncs;
-  daemon::Loop fake{
-      [&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
-      [&](std::chrono::milliseconds, std::function<void()> fn) { timers.push_back(std::move(fn)); }};
-  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  TimedService h;
+  ASSERT_TRUE(h.svc);
+  daemon::Service& svc = *h.svc;
+  std::deque<std::function<void()>> syncs;
   svc.set_sync_executor([&](std::function<void()> fn) { syncs.push_back(std::move(fn)); });
   ASSERT_TRUE(svc.open());
-  loop.run();
-  const auto drain = [&](int i, store::Durability d) {
-    store::WriteBatch b;
-    b.nodes.push_back({cluster->node(i).name, sched::NodeHealth::kDrain, "test"});
-    b.durability = d;
-    return svc.commit(std::move(b));
-  };
-  auto pop = [](std::deque<std::function<void()>>& q) {
-    auto fn = std::move(q.front());
-    q.pop_front();
+  h.loop.run();
+  auto run_sync = [&] {
+    auto fn = std::move(syncs.front());
+    syncs.pop_front();
     fn();
+    h.loop.run();
   };
   bool first = false, second = false;
-  ASSERT_TRUE(drain(0, store::Durability::kWritten));
+  ASSERT_TRUE(h.drain(0, store::Durability::kWritten));
   svc.when_durable([&] { first = true; });
-  ASSERT_EQ(timers.size(), 1u);
-  pop(timers);  // the delayed sync: its fsync goes to the executor
-  loop.run();
+  ASSERT_EQ(h.timers.size(), 1u);
+  h.fire();  // the delayed sync: its fsync goes to the executor
   ASSERT_EQ(syncs.size(), 1u);
   EXPECT_FALSE(first) << "not before the fsync is done";
-  ASSERT_TRUE(drain(1, store::Durability::kWritten));  // while it runs
+  ASSERT_TRUE(h.drain(1, store::Durability::kWritten));  // while it runs
   svc.when_durable([&] { second = true; });
-  pop(syncs);
-  loop.run();
+  run_sync();
   EXPECT_TRUE(first);
   EXPECT_FALSE(second) << "committed after the fsync began: the next sync";
   EXPECT_EQ(svc.stats().log_syncs_total, 1);
-  ASSERT_EQ(timers.size(), 1u);
-  pop(timers);
-  loop.run();
+  ASSERT_EQ(h.timers.size(), 1u);
+  h.fire();
   ASSERT_EQ(syncs.size(), 1u);
-  pop(syncs);
-  loop.run();
+  run_sync();
   EXPECT_TRUE(second);
   EXPECT_EQ(svc.stats().log_syncs_total, 2);
 
   // A synced commit while a sync is in flight makes everything durable at once.
   bool third = false;
-  ASSERT_TRUE(drain(2, store::Durability::kWritten));
-  pop(timers);
-  loop.run();
+  ASSERT_TRUE(h.drain(2, store::Durability::kWritten));
+  h.fire();
   ASSERT_EQ(syncs.size(), 1u);
   svc.when_durable([&] { third = true; });  // covered by the sync in flight
   EXPECT_FALSE(third);
-  ASSERT_TRUE(drain(3, store::Durability::kSynced));
+  ASSERT_TRUE(h.drain(3, store::Durability::kSynced));
   EXPECT_TRUE(third);
-  pop(syncs);
-  loop.run();
+  run_sync();
   EXPECT_EQ(svc.stats().log_syncs_total, 3);
-  EXPECT_TRUE(timers.empty());
+  EXPECT_TRUE(h.timers.empty());
 }
 
 // The log's sync through a descriptor of its own, from another thread while the store commits.
