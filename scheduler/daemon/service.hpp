@@ -44,7 +44,8 @@
 // one per pass instead of two more per job. In the daemon the delayed sync's fsync runs on a thread of its
 // own (sync_log_on_thread) while the loop goes on. when_durable() runs a callback once all of that is on disk
 // (the agent hub acks alloc_finished there), so a stream of jobs costs one fsync per submit commit, and the
-// delayed sync runs only when no submit came for kLazySyncDelay.
+// delayed sync runs only when no submit came for kLazySyncDelay (with written submits: one fsync per delayed
+// sync, at most one each kLazySyncDelay).
 #pragma once
 
 #include <chrono>

@@ -434,7 +434,9 @@ class LogSyncer {
       const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (dfd < 0) return failed("open the directory of");
       const int rc = ::fsync(dfd);
+      const int err = errno;
       ::close(dfd);
+      errno = err;
       if (rc != 0) return failed("sync the directory of");
     }
     if (::fdatasync(fd_) != 0) return failed("fdatasync");
