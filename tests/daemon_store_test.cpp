@@ -1235,6 +1235,143 @@ TEST(ServiceDependencies, ADependencyOnOneTaskWaitsForThatTaskAlone) {
   EXPECT_EQ(refused({T::kAfterAny, a, 5}), "accepted");
 }
 
+// Parking (JobTable::park): jobs a pass found held or waiting on a dependency sit out the passes until they,
+// or what they wait for, change; they still start when it does.
+TEST(ServiceDependencies, HeldAndDependentJobsSitOutThePassesUntilWhatTheyWaitForChanges) {
+  using T = jobs::Dependency::Type;
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  w.reopen();
+  const daemon::JobTable& table = w.svc->table();
+  auto in_passes = [&](jobs::JobId id) {
+    const auto snap = table.snapshot(w.now);
+    return std::any_of(snap.pending.begin(), snap.pending.end(), [&](const auto& p) { return p.id == id; });
+  };
+  const jobs::JobId x = w.submit(eight_gpus());
+  const jobs::JobId a = w.submit_array("0-3");
+  const jobs::JobId on_x = w.submit(eight_gpus({{T::kAfterOk, x}}));
+  const jobs::JobId on_task = w.submit(eight_gpus({{T::kAfterOk, a, 2}}));
+  const jobs::JobId held = w.submit(eight_gpus({{T::kAfterOk, x}}));
+  EXPECT_EQ(table.parked_count(), 3u);  // parked by the passes that followed their submits
+  ASSERT_TRUE(w.svc->act(held, jobs::JobEvent::kHeld, w.ada));
+  EXPECT_EQ(table.parked_count(), 2u);  // its own change takes it back into the passes...
+  w.loop.run();
+  EXPECT_EQ(table.parked_count(), 3u);  // ...where it is found held
+  EXPECT_EQ(w.job(held).state, JobState::kHeld);
+  EXPECT_EQ(w.job(on_x).reason, "dependency: waits for job " + std::to_string(x));
+  EXPECT_EQ(w.job(on_task).reason, "dependency: waits for task 2 of array " + std::to_string(a));
+  for (jobs::JobId id : {on_x, on_task, held}) EXPECT_FALSE(in_passes(id)) << id;
+  EXPECT_EQ(table.active_count(), 8u);  // x, 4 tasks (the array itself is not a job to place) and 3 parked
+
+  // x starting to run changes nothing for its dependents; a task of the array ending wakes the job that
+  // names one of its tasks, which the next pass parks again.
+  store::WriteBatch running;
+  running.durability = store::Durability::kWritten;
+  running.updates.push_back(w.job(x));
+  running.updates.back().state = JobState::kRunning;
+  ASSERT_TRUE(w.svc->commit(running));
+  EXPECT_EQ(table.parked_count(), 3u);
+  w.loop.run();
+  ASSERT_TRUE(w.svc->commit([&] {
+    store::WriteBatch b;
+    b.durability = store::Durability::kWritten;
+    b.updates.push_back(w.job(w.tasks(a)[1]));
+    b.updates.back().state = JobState::kCompleted;
+    return b;
+  }()));
+  EXPECT_EQ(table.parked_count(), 2u);
+  EXPECT_TRUE(in_passes(on_task));
+  w.loop.run();
+  EXPECT_EQ(table.parked_count(), 3u);
+  EXPECT_EQ(w.job(on_task).reason, "dependency: waits for task 2 of array " + std::to_string(a));
+
+  // Released, the held job waits for x again; each starts once what it waits for is met.
+  ASSERT_TRUE(w.svc->act(held, jobs::JobEvent::kReleased, w.ada));
+  w.loop.run();
+  EXPECT_EQ(w.job(held).state, JobState::kPending);
+  EXPECT_EQ(w.job(held).reason, "dependency: waits for job " + std::to_string(x));
+  EXPECT_EQ(table.parked_count(), 3u);
+  w.end({w.tasks(a)[2]}, JobState::kCompleted, 0);
+  EXPECT_EQ(w.job(on_task).state, JobState::kStarting);
+  w.end({x}, JobState::kCompleted, 0);
+  EXPECT_EQ(w.job(on_x).state, JobState::kStarting);
+  EXPECT_EQ(w.job(held).state, JobState::kStarting);
+  EXPECT_EQ(table.parked_count(), 0u);
+
+  // A job waiting for GPUs is never parked: what it waits for is not a job.
+  jobs::JobSpec whole = eight_gpus();
+  whole.gpus = static_cast<int>(w.cluster->gpu_count());
+  const jobs::JobId big = w.submit(whole);
+  EXPECT_EQ(w.job(big).state, JobState::kPending);
+  EXPECT_TRUE(in_passes(big));
+  EXPECT_EQ(table.parked_count(), 0u);
+}
+
+// The plan park() gets was computed on another thread from an older snapshot: a verdict is kept only while
+// it still holds, and was written as the job's reason.
+TEST(ServiceDependencies, ParkingKeepsOnlyVerdictsThatStillHold) {
+  using T = jobs::Dependency::Type;
+  Result<topology::Cluster> cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  ASSERT_TRUE(cluster);
+  daemon::JobTable table(*cluster);
+  auto record = [](jobs::JobId id, JobState state, std::vector<jobs::Dependency> after, std::string reason) {
+    JobRecord r;
+    r.id = id;
+    r.state = state;
+    r.spec = eight_gpus(std::move(after));
+    r.reason = std::move(reason);
+    return r;
+  };
+  const std::string held = "held: held";
+  store::StoredState stored;
+  stored.jobs = {
+      record(1, JobState::kStarting, {}, ""),
+      record(2, JobState::kCompleted, {}, ""),
+      record(3, JobState::kPending, {{T::kAfterOk, 1}}, "dependency: waits for job 1"),
+      record(4, JobState::kPending, {{T::kAfterOk, 2}}, "dependency: waits for job 2"),  // 2 ended since
+      record(5, JobState::kHeld, {}, held),
+      record(6, JobState::kPending, {}, held),                // released since
+      record(7, JobState::kPending, {{T::kAfterOk, 1}}, ""),  // its reason not written
+      record(8, JobState::kPending, {{T::kAfterAny, 2}, {T::kAfterOk, 1}},
+             "dependency: waits for job 2 to end"),                      // now waits for 1
+      record(9, JobState::kPending, {{T::kAfterOk, 1}}, "dependency")};  // a pass without messages
+  table.load(std::move(stored));
+  using R = sched::PendingReason;
+  const std::vector<sched::PendingInfo> plan = {{3, R::kDependency, "waits for job 1"},
+                                                {4, R::kDependency, "waits for job 2"},
+                                                {5, R::kHeld, "held"},
+                                                {6, R::kHeld, "held"},
+                                                {7, R::kDependency, "waits for job 1"},
+                                                {8, R::kDependency, "waits for job 2 to end"}};
+  table.park(plan, true);
+  // Without explanations a pass's message is empty: the gate's kind must still hold.
+  table.park({{9, R::kDependency, ""}, {4, R::kDependency, ""}, {6, R::kHeld, ""}}, false);
+  auto in_passes = [&] {
+    std::vector<jobs::JobId> ids;
+    for (const auto& p : table.snapshot(0).pending) ids.push_back(p.id);
+    return ids;
+  };
+  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{4, 6, 7, 8}));
+  EXPECT_EQ(table.parked_count(), 3u);
+  EXPECT_EQ(table.active_count(), 8u);
+
+  // Job 1 running is no end; its end wakes 3 and 9. A job's own change wakes it.
+  auto update = [&](jobs::JobId id, JobState state) {
+    store::WriteBatch b;
+    b.updates.push_back(*table.find(id));
+    b.updates.back().state = state;
+    table.apply(b);
+  };
+  update(1, JobState::kRunning);
+  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{4, 6, 7, 8}));
+  update(1, JobState::kCompleted);
+  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{3, 4, 6, 7, 8, 9}));
+  update(5, JobState::kPending);
+  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(table.parked_count(), 0u);
+  EXPECT_EQ(table.active_count(), 7u);  // 3 to 9: job 1 ended
+}
+
 // The array a task dependency names may not be in the table yet: earlier in the same batch, or submitted
 // by another call whose commit has not happened.
 TEST(ServiceDependencies, ATaskOfAnArrayNotOnDiskYetCanBeNamed) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -150,7 +151,20 @@ TEST_F(DaemonTest, HoldAndRelease) {
   EXPECT_EQ(wait_placed(c, id)["state"], "PENDING");
   EXPECT_EQ(c.request("POST", path + "/hold", "", alice_).json()["state"], "HELD");
   EXPECT_EQ(c.request("POST", path + "/hold", "", alice_).status, 409);
+  // The pass after the hold parks it (JobTable::park); the release takes it back into the passes.
+  auto soon = [](const std::function<bool()>& met) {
+    for (int i = 0; i < 250 && !met(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return met();
+  };
+  auto parked = [&](const std::string& n) {
+    return c.request("GET", "/metrics").body.find("\nrailyard_jobs_parked " + n + "\n") != std::string::npos;
+  };
+  auto reason = [&] { return c.request("GET", path).json()["reason"].get<std::string>(); };
+  EXPECT_TRUE(soon([&] { return parked("1"); }));
+  EXPECT_EQ(reason().rfind("held", 0), 0u);
   EXPECT_EQ(c.request("POST", path + "/release", "", admin_).json()["state"], "PENDING");
+  EXPECT_TRUE(parked("0"));
+  EXPECT_TRUE(soon([&] { return reason().rfind("resources", 0) == 0; })) << reason();
 }
 
 TEST_F(DaemonTest, AuthErrors) {

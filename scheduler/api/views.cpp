@@ -171,6 +171,10 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
     lines += "railyard_jobs{state=\"" + std::string(jobs::to_string(s)) + "\"} " +
              std::to_string(by_state[s]) + "\n";
   metric("railyard_jobs", "gauge", "Jobs by state.", lines);
+  metric("railyard_jobs_parked", "gauge",
+         "Waiting jobs left out of scheduling passes until they or a job they name change (held, or waiting "
+         "on a dependency).",
+         "railyard_jobs_parked " + std::to_string(table.parked_count()) + "\n");
   metric("railyard_scheduling_pass_seconds", "summary", "Duration of scheduling passes.",
          "railyard_scheduling_pass_seconds_sum " + std::to_string(stats.pass_seconds_sum) +
              "\nrailyard_scheduling_pass_seconds_count " + std::to_string(stats.passes_total) + "\n");

@@ -155,11 +155,13 @@ class Pass {
                              std::nullopt, priority, std::nullopt});
   }
 
-  // Held, dependency and quota gates; false when the job cannot be considered now.
-  bool gates_open(const PendingJob& job, double priority, int gpus) {
-    const auto& spec = *job.spec;
+  // The held and dependency gates, first for every job: their verdict depends on the job and the jobs it
+  // names alone (not on the cluster, the other jobs or the job's request), so the daemon leaves a job it
+  // closed out of later passes until one of those changes (JobTable::park). False when the job waits (or
+  // was rejected: a dependency that can never be met).
+  bool gates_open(const PendingJob& job, double priority) {
     if (job.held) return pend(job, priority, PendingReason::kHeld, "held"), false;
-    const bool blocked = spec.any_dependency([&](const jobs::Dependency& d) {
+    const bool blocked = job.spec->any_dependency([&](const jobs::Dependency& d) {
       auto it = s_.dependencies.find(d);
       const auto state = it == s_.dependencies.end() ? DependencyState::kWaiting : it->second;
       if (state == DependencyState::kNeverSatisfied) {
@@ -170,7 +172,12 @@ class Pass {
         return pend(job, priority, PendingReason::kDependency, dependency_waiting(d)), true;
       return false;
     });
-    if (blocked) return false;
+    return !blocked;
+  }
+
+  // The user and project quotas; false when the job waits for its user's or project's GPUs.
+  bool within_quota(const PendingJob& job, double priority, int gpus) {
+    const auto& spec = *job.spec;
     if (auto q = s_.user_quota.find(spec.user); q != s_.user_quota.end() && user_used_[spec.user] + gpus > q->second) {
       pend(job, priority, PendingReason::kQuotaUser,
            "quota of user " + spec.user + " reached (" + std::to_string(user_used_[spec.user]) + " of " +
@@ -240,10 +247,11 @@ class Pass {
 
   void consider(const PendingJob& job, double priority) {
     const auto& spec = *job.spec;
+    if (!gates_open(job, priority)) return;
     auto made = make_request(spec, *s_.cluster, classes_);
     if (!made) return void(plan_.rejected.push_back({job.id, made.error().message}));
     Request req = std::move(made).value();
-    if (!gates_open(job, priority, req.shape.total * req.replicas)) return;
+    if (!within_quota(job, priority, req.shape.total * req.replicas)) return;
     if (auto short_by = beyond_present(req)) return pend(job, priority, PendingReason::kResources, *short_by);
     if (blocked_by_) {
       return pend(job, priority, PendingReason::kPriority,

@@ -192,6 +192,8 @@ void JobTable::load(store::StoredState state) {
   arrays_.clear();
   open_arrays_.clear();
   waiting_.clear();
+  parked_.clear();
+  parked_on_.clear();
   holding_.clear();
   draining_.clear();
   runs_.clear();
@@ -227,6 +229,7 @@ void note_exit(ArrayProgress& a, const JobRecord& task) {
 void JobTable::apply(const WriteBatch& batch) {
   auto index = [&](const JobRecord& r) {
     waiting_.erase(r.id);
+    parked_.erase(r.id);  // any change of its own unparks a job
     holding_.erase(r.id);
     if (r.spec.array) {  // never placed itself: its tasks are
       if (jobs::is_terminal(r.state))
@@ -249,6 +252,7 @@ void JobTable::apply(const WriteBatch& batch) {
       a.tasks.push_back(r.id);
       count_task(a, r.state, 1);
       note_exit(a, r);
+      if (jobs::is_terminal(r.state)) unpark_dependents(r.spec.array_job);  // a task created ended
     }
   }
   for (const auto& r : batch.updates) {
@@ -262,6 +266,11 @@ void JobTable::apply(const WriteBatch& batch) {
       count_task(a, before, -1);
       count_task(a, r.state, 1);
       note_exit(a, r);
+    }
+    // Whether a dependency is met changes only when what it names ends (dependency_state).
+    if (jobs::is_terminal(before) != jobs::is_terminal(r.state)) {
+      unpark_dependents(r.id);
+      if (const JobId parent = it->second.spec.array_job; parent != 0) unpark_dependents(parent);
     }
   }
   for (const auto& n : batch.nodes) {
@@ -405,6 +414,54 @@ std::optional<JobTable::Unmet> JobTable::unmet_dependency(const jobs::JobSpec& p
     return false;
   });
   return first;
+}
+
+void JobTable::unpark_dependents(JobId target) {
+  auto it = parked_on_.find(target);
+  if (it == parked_on_.end()) return;
+  for (JobId id : it->second)
+    if (auto node = parked_.extract(id)) waiting_.insert(std::move(node));
+  parked_on_.erase(it);
+}
+
+void JobTable::unpark_all() {
+  waiting_.merge(parked_);
+  parked_on_.clear();
+}
+
+void JobTable::park(const std::vector<sched::PendingInfo>& pending, bool explain) {
+  using sched::PendingReason;
+  for (const auto& info : pending) {
+    if (info.reason != PendingReason::kHeld && info.reason != PendingReason::kDependency) continue;
+    auto it = waiting_.find(info.job);
+    if (it == waiting_.end()) continue;
+    const JobRecord& r = *it->second;
+    // The gate as a pass would find it now (sched::Pass::gates_open): held first, then the first
+    // dependency not met, in the spec's order.
+    std::optional<jobs::Dependency> gate;
+    bool waiting = false;
+    r.spec.any_dependency([&](const jobs::Dependency& d) {
+      const auto st = dependency_state(d);
+      if (st == sched::DependencyState::kSatisfied) return false;
+      gate = d;
+      waiting = st == sched::DependencyState::kWaiting;
+      return true;
+    });
+    const bool same = info.reason == PendingReason::kHeld
+                          ? r.state == JobState::kHeld
+                          : r.state == JobState::kPending && waiting &&
+                                (!explain || info.message == sched::dependency_waiting(*gate));
+    const std::string_view kind = sched::to_string(info.reason);
+    const bool told = info.message.empty()
+                          ? r.reason == kind
+                          : r.reason.size() == kind.size() + 2 + info.message.size() &&
+                                r.reason.starts_with(kind) && r.reason.ends_with(info.message);
+    if (!same || !told || r.estimated_start) continue;
+    if (info.reason == PendingReason::kDependency)
+      r.spec.any_dependency(
+          [&](const jobs::Dependency& d) { return parked_on_[d.job].push_back(r.id), false; });
+    parked_.insert(waiting_.extract(it));
+  }
 }
 
 sched::Snapshot JobTable::snapshot(int64_t now) const {

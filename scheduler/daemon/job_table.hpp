@@ -71,7 +71,7 @@ class JobTable {
   }
   // Owner job per GPU (0 = free), from STARTING/RUNNING jobs.
   std::vector<JobId> gpu_owners() const;
-  size_t active_count() const { return waiting_.size() + holding_.size(); }
+  size_t active_count() const { return waiting_.size() + parked_.size() + holding_.size(); }
 
   // GPUs of an ended (or requeued) allocation whose processes may still run: kept out of placements until
   // every node confirmed the kill or went away. Persisted: a hold enters with the batch that ends its job
@@ -93,8 +93,20 @@ class JobTable {
   int removed_gpus() const;
 
   // The pass input; borrows specs held here (valid until the next load(); see above). O(jobs not
-  // finished): pending and held jobs, then running ones, both in id order.
+  // finished and not parked): pending and held jobs, then running ones, both in id order.
   sched::Snapshot snapshot(int64_t now) const;
+
+  // Parking: a waiting job that a pass found held, or waiting on a dependency, would only be told the same
+  // again by every later pass until the job itself or a job it names changes, for that verdict depends on
+  // nothing else (sched::Pass::gates_open). park() leaves such jobs of an applied pass (`pending`, the
+  // plan's; `explain` as the pass had it) out of the next snapshots, each only if its gate still holds now
+  // as the pass reported it and its reason says so (the plan is older than the table). A job is taken back
+  // in (unparked) when its own record changes (hold, release, cancel: any update), when a job it names
+  // ends, or, for a task it names, when a task of that array ends or the array does; by unpark_all() and
+  // load(). A deep queue of held and dependent jobs then costs the passes nothing.
+  void park(const std::vector<sched::PendingInfo>& pending, bool explain);
+  void unpark_all();
+  size_t parked_count() const { return parked_.size(); }
   // What applying `plan` at `now` changes; only jobs whose persisted fields change are included. The plan
   // may be older than the table (computed on another thread): a start is kept only if its job is still
   // PENDING, each of its nodes is still up and each of its GPUs (or MIG slots) is still free or held by a
@@ -143,9 +155,13 @@ class JobTable {
 
   const topology::Cluster& cluster_;
   std::map<JobId, JobRecord> jobs_;
-  // Jobs not in a terminal state, pointing into jobs_: waiting (PENDING, HELD) and holding GPUs
-  // (STARTING, RUNNING).
-  std::map<JobId, const JobRecord*> waiting_, holding_;
+  // Jobs not in a terminal state, pointing into jobs_: waiting (PENDING, HELD) and in the passes, waiting
+  // and parked (see park()), and holding GPUs (STARTING, RUNNING).
+  std::map<JobId, const JobRecord*> waiting_, parked_, holding_;
+  // Parked jobs by the job (or array) each of their dependencies names; entries of jobs since unparked are
+  // dropped when their target ends (unparking them again is harmless).
+  std::map<JobId, std::vector<JobId>> parked_on_;
+  void unpark_dependents(JobId target);
   std::vector<sched::NodeHealth> health_;
   std::vector<std::string> health_reason_;
   std::map<std::string, store::GpuHold> draining_;  // by allocation id

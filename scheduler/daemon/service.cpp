@@ -634,6 +634,7 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
     for (const auto& n : changes.notes) seen.updates.push_back(*table_.find(n.job));
     for (const auto& o : observers_) o(seen);
   }
+  table_.park(work.plan.pending, work.snap.config.explain);
   last_pass_end_ = Clock::now();
   last_pass_duration_ = last_pass_end_ - work.start;
   const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
@@ -646,12 +647,13 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
   stats_.stale_starts_total += static_cast<int64_t>(changes.stale);
   if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5)
     spdlog::info(
-        "pass: {} pending, {} started, {} stale, {} rejected, {} updates, {} new reasons, {:.3f} s (snapshot "
-        "{:.3f} s, "
-        "schedule() {:.3f} s, apply {:.3f} s)",
-        work.snap.pending.size(), work.plan.starts.size() - changes.stale, changes.stale,
-        work.plan.rejected.size(), b.updates.size(), changes.notes.size(), stats_.last_pass_seconds,
-        stats_.last_snapshot_seconds, stats_.last_schedule_seconds, stats_.last_apply_seconds);
+        "pass: {} pending ({} parked), {} started, {} stale, {} rejected, {} updates, {} new reasons, {:.3f} "
+        "s "
+        "(snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
+        work.snap.pending.size(), table_.parked_count(), work.plan.starts.size() - changes.stale,
+        changes.stale, work.plan.rejected.size(), b.updates.size(), changes.notes.size(),
+        stats_.last_pass_seconds, stats_.last_snapshot_seconds, stats_.last_schedule_seconds,
+        stats_.last_apply_seconds);
   if (again() || changes.stale > 0) request_pass();
 }
 

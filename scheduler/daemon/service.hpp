@@ -176,7 +176,10 @@ class Service {
   // Requests a scheduling pass (coalesced and paced; see the header comment).
   void request_pass();
   // The policy every pass schedules with (default: sched::PolicyConfig's). Call before open().
-  void set_policy(const sched::PolicyConfig& policy) { policy_ = policy; }
+  void set_policy(const sched::PolicyConfig& policy) {
+    policy_ = policy;
+    table_.unpark_all();  // parked jobs' reasons were written under the old one (`explain`)
+  }
 
   // The caller a bearer token stands for; kPermission-free: nullopt when the token is unknown.
   Result<std::optional<Caller>> authenticate(const std::string& token);
