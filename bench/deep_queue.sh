@@ -48,7 +48,7 @@ ANCHOR=$(railyard submit --gpus 1 --name anchor -- sleep 100000)
 for _ in $(seq 100); do [[ $(api "$S/jobs/$ANCHOR" | jq -r .state) == RUNNING ]] && break; sleep 0.1; done
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo));" \
-  "1,024 emulated dgx-h100 nodes, 8 agents; $CALLS calls per loop; scheduler $(readlink -f "$(command -v railyard-scheduler)")"
+  "1,024 emulated dgx-h100 nodes, 8 agents; $CALLS calls per loop; scheduler $(readlink -f "${RAILYARD_BIN_DIR:-$BUILD/scheduler}/railyard-scheduler")"
 echo
 echo "| queued waiting jobs | loop | ms per call | scheduler CPU ms per call | passes | ms per pass | parked after |"
 echo "|---|---|---|---|---|---|---|"
@@ -65,16 +65,19 @@ loop() {  # loop QUEUED NAME ARGS...: one row
   awk -v q="$queued" -v l="$name" -v t="$(((t1 - t0) / 1000))" -v c="$((c1 - c0))" -v k="$TICK" -v n="$CALLS" \
     -v s0="$s0" -v s1="$s1" -v n0="$n0" -v n1="$n1" -v p="$(metric railyard_jobs_parked)" 'BEGIN {
       passes = n1 - n0
+      per_pass = passes > 0 ? 1000 * (s1 - s0) / passes : 0
       printf "| %d | %s | %.2f | %.2f | %d | %.2f | %s |\n", q, l, t / n / 1000, 1000 * c / k / n, passes,
-        passes > 0 ? 1000 * (s1 - s0) / passes : 0, p }'
+        per_pass, p }'
 }
 loop 0 waiting --gpus 1 -d "afterok:$ANCHOR" -- true
 loop 0 running --gpus 1 -- true
 
 if ((WAITING > 0)); then
-  jq -nc --argjson n "$WAITING" --arg d "afterok:$ANCHOR" \
-    '{jobs: [range($n) | {name: "deep", gpus: 1, command: ["true"], dependency: $d}]}' > "$WORK/batch.json"
-  api -o /dev/null --data-binary @"$WORK/batch.json" "$S/jobs:batch"
+  for ((left = WAITING; left > 0; left -= 10000)); do  # POST /jobs:batch takes 10,000 at most
+    jq -nc --argjson n "$((left < 10000 ? left : 10000))" --arg d "afterok:$ANCHOR" \
+      '{jobs: [range($n) | {name: "deep", gpus: 1, command: ["true"], dependency: $d}]}' > "$WORK/batch.json"
+    api -o /dev/null --data-binary @"$WORK/batch.json" "$S/jobs:batch"
+  done
   loop "$WAITING" waiting --gpus 1 -d "afterok:$ANCHOR" -- true
   loop "$WAITING" running --gpus 1 -- true
 fi
