@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <thread>
+#include <utility>
 
 #include "agent/launch/proc.hpp"
 #include "agent/launch/process.hpp"
@@ -227,6 +229,57 @@ TEST_F(Launch, AgentDescriptorsDoNotLeakIntoRanks) {
   sup.add(started->record);
   ASSERT_TRUE(testing::run_until_finished(sup, 10s).finished);
   EXPECT_EQ(read_file(log("fds", 0)), "clean\n");
+}
+
+// What the agent ignores or blocks (SIGPIPE; SIGHUP under nohup) is not the job's business: workers start
+// with every signal at its default and none blocked, through posix_spawn and (as root, another user) fork.
+// Except glibc's own two (32 and 33, below SIGRTMIN), which its posix_spawn sets to ignored in the child
+// and no program linked with glibc uses otherwise.
+TEST_F(Launch, WorkersStartWithDefaultSignals) {
+  struct sigaction ignore {
+  }, old_hup{}, old_usr1{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGHUP, &ignore, &old_hup);
+  sigaction(SIGUSR1, &ignore, &old_usr1);
+  sigset_t usr2, old_mask;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &usr2, &old_mask);
+  auto l = launcher();
+  auto req = request("signals", 1, "exec grep -E '^Sig(Blk|Ign)' /proc/self/status");
+  auto started = l.launch(req);
+  std::optional<Result<Launched>> as_nobody;
+  struct passwd* nobody = geteuid() == 0 ? getpwnam("nobody") : nullptr;
+  if (nobody) {
+    auto options = launcher_options();
+    options.allow_root_jobs = false;
+    Launcher strict(options, *emulated_inventory("dgx-h100", "node0"));
+    auto other = request("signals-nobody", 1, "exec grep -E '^Sig(Blk|Ign)' /proc/self/status");
+    other.spec.user = "nobody";
+    other.spec.workdir = "/";
+    as_nobody = strict.launch(other);
+  }
+  sigaction(SIGHUP, &old_hup, nullptr);
+  sigaction(SIGUSR1, &old_usr1, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  // "SigBlk:\t<hex>\nSigIgn:\t<hex>\n" -> the two masks, glibc's internal signals left out.
+  auto masks = [](const std::string& status) {
+    unsigned long long blocked = ~0ULL, ignored = ~0ULL;
+    std::sscanf(status.c_str(), "SigBlk:\t%llx\nSigIgn:\t%llx", &blocked, &ignored);
+    const unsigned long long glibc = (1ULL << (32 - 1)) | (1ULL << (33 - 1));
+    return std::pair{blocked, ignored & ~glibc};
+  };
+  ASSERT_TRUE(started) << started.error().message;
+  auto sup = supervisor();
+  sup.add(started->record);
+  ASSERT_TRUE(testing::run_until_finished(sup, 10s).finished);
+  EXPECT_EQ(masks(read_file(log("signals", 0))), std::pair(0ULL, 0ULL)) << read_file(log("signals", 0));
+  if (!as_nobody) GTEST_SKIP() << "the fork path needs root and a user nobody";
+  ASSERT_TRUE(*as_nobody) << as_nobody->error().message;
+  sup.add((*as_nobody)->record);
+  ASSERT_TRUE(testing::run_until_finished(sup, 10s).finished);
+  EXPECT_EQ(masks(read_file(log("signals-nobody", 0))), std::pair(0ULL, 0ULL))
+      << read_file(log("signals-nobody", 0));
 }
 
 TEST_F(Launch, CommandThatCannotStartIsAnError) {
