@@ -45,6 +45,7 @@ class Changes {
     return it == jobs_.end() ? nullptr : &it->second;
   }
   void into(WriteBatch& b) {
+    b.updates.reserve(b.updates.size() + order_.size());  // records are large: no moves while it grows
     for (JobId id : order_)
       if (!same_mutable(changed_.at(id), jobs_.at(id))) b.updates.push_back(std::move(changed_.at(id)));
   }
@@ -547,6 +548,7 @@ JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t no
   }
   note_reasons(plan.pending, waiting_, ch, out.notes);
   // A reservation's job is in plan.pending with the same estimated_start (handled above).
+  b.events.reserve(b.events.size() + plan.rejected.size());
   for (const auto& rej : plan.rejected) {
     JobRecord* r = ch.touch(rej.job);
     if (!r || (r->state != JobState::kPending && r->state != JobState::kHeld)) continue;
