@@ -1333,8 +1333,11 @@ TEST(ServiceDependencies, ParkingKeepsOnlyVerdictsThatStillHold) {
       record(6, JobState::kPending, {}, held),                // released since
       record(7, JobState::kPending, {{T::kAfterOk, 1}}, ""),  // its reason not written
       record(8, JobState::kPending, {{T::kAfterAny, 2}, {T::kAfterOk, 1}},
-             "dependency: waits for job 2 to end"),                      // now waits for 1
-      record(9, JobState::kPending, {{T::kAfterOk, 1}}, "dependency")};  // a pass without messages
+             "dependency: waits for job 2 to end"),                     // now waits for 1
+      record(9, JobState::kPending, {{T::kAfterOk, 1}}, "dependency"),  // a pass without messages
+      record(10, JobState::kPending, {{T::kAfterOk, 1}, {T::kAfterOk, 11}},
+             "dependency: waits for job 1"),  // 11's end is not looked at
+      record(11, JobState::kStarting, {}, "")};
   table.load(std::move(stored));
   using R = sched::PendingReason;
   const std::vector<sched::PendingInfo> plan = {{3, R::kDependency, "waits for job 1"},
@@ -1342,7 +1345,8 @@ TEST(ServiceDependencies, ParkingKeepsOnlyVerdictsThatStillHold) {
                                                 {5, R::kHeld, "held"},
                                                 {6, R::kHeld, "held"},
                                                 {7, R::kDependency, "waits for job 1"},
-                                                {8, R::kDependency, "waits for job 2 to end"}};
+                                                {8, R::kDependency, "waits for job 2 to end"},
+                                                {10, R::kDependency, "waits for job 1"}};
   table.park(plan, true);
   // Without explanations a pass's message is empty: the gate's kind must still hold.
   table.park({{9, R::kDependency, ""}, {4, R::kDependency, ""}, {6, R::kHeld, ""}}, false);
@@ -1352,10 +1356,11 @@ TEST(ServiceDependencies, ParkingKeepsOnlyVerdictsThatStillHold) {
     return ids;
   };
   EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{4, 6, 7, 8}));
-  EXPECT_EQ(table.parked_count(), 3u);
-  EXPECT_EQ(table.active_count(), 8u);
+  EXPECT_EQ(table.parked_count(), 4u);
+  EXPECT_EQ(table.active_count(), 10u);
 
-  // Job 1 running is no end; its end wakes 3 and 9. A job's own change wakes it.
+  // Job 1 running is no end; its end wakes 3, 9 and 10 (11's did not: 10 waits for 1 first). A job's own
+  // change wakes it.
   auto update = [&](jobs::JobId id, JobState state) {
     store::WriteBatch b;
     b.updates.push_back(*table.find(id));
@@ -1363,13 +1368,14 @@ TEST(ServiceDependencies, ParkingKeepsOnlyVerdictsThatStillHold) {
     table.apply(b);
   };
   update(1, JobState::kRunning);
+  update(11, JobState::kCompleted);
   EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{4, 6, 7, 8}));
   update(1, JobState::kCompleted);
-  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{3, 4, 6, 7, 8, 9}));
+  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{3, 4, 6, 7, 8, 9, 10}));
   update(5, JobState::kPending);
-  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{3, 4, 5, 6, 7, 8, 9, 10}));
   EXPECT_EQ(table.parked_count(), 0u);
-  EXPECT_EQ(table.active_count(), 7u);  // 3 to 9: job 1 ended
+  EXPECT_EQ(table.active_count(), 8u);  // 3 to 10: jobs 1 and 11 ended
 }
 
 // The array a task dependency names may not be in the table yet: earlier in the same batch, or submitted

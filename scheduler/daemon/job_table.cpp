@@ -452,15 +452,11 @@ void JobTable::park(const std::vector<sched::PendingInfo>& pending, bool explain
                           ? r.state == JobState::kHeld
                           : r.state == JobState::kPending && waiting &&
                                 (!explain || info.message == sched::dependency_waiting(*gate));
-    const std::string_view kind = sched::to_string(info.reason);
-    const bool told = info.message.empty()
-                          ? r.reason == kind
-                          : r.reason.size() == kind.size() + 2 + info.message.size() &&
-                                r.reason.starts_with(kind) && r.reason.ends_with(info.message);
-    if (!same || !told || r.estimated_start) continue;
-    if (info.reason == PendingReason::kDependency)
-      r.spec.any_dependency(
-          [&](const jobs::Dependency& d) { return parked_on_[d.job].push_back(r.id), false; });
+    if (!same || r.estimated_start) continue;
+    const std::string kind(sched::to_string(info.reason));
+    if (r.reason != (info.message.empty() ? kind : kind + ": " + info.message)) continue;  // not told yet
+    // Only the first unmet dependency counts (the pass stops there); one met never changes again.
+    if (info.reason == PendingReason::kDependency) parked_on_[gate->job].push_back(r.id);
     parked_.insert(waiting_.extract(it));
   }
 }

@@ -101,9 +101,10 @@ class JobTable {
   // nothing else (sched::Pass::gates_open). park() leaves such jobs of an applied pass (`pending`, the
   // plan's; `explain` as the pass had it) out of the next snapshots, each only if its gate still holds now
   // as the pass reported it and its reason says so (the plan is older than the table). A job is taken back
-  // in (unparked) when its own record changes (hold, release, cancel: any update), when a job it names
-  // ends, or, for a task it names, when a task of that array ends or the array does; by unpark_all() and
-  // load(). A deep queue of held and dependent jobs then costs the passes nothing.
+  // in (unparked) when its own record changes (hold, release, cancel: any update), when the job its first
+  // unmet dependency names ends (a pass looks no further), or, when that names a task, when a task of that
+  // array ends or the array does; by unpark_all() and load(). A deep queue of held and dependent jobs then
+  // costs the passes nothing.
   void park(const std::vector<sched::PendingInfo>& pending, bool explain);
   void unpark_all();
   size_t parked_count() const { return parked_.size(); }
@@ -158,8 +159,8 @@ class JobTable {
   // Jobs not in a terminal state, pointing into jobs_: waiting (PENDING, HELD) and in the passes, waiting
   // and parked (see park()), and holding GPUs (STARTING, RUNNING).
   std::map<JobId, const JobRecord*> waiting_, parked_, holding_;
-  // Parked jobs by the job (or array) each of their dependencies names; entries of jobs since unparked are
-  // dropped when their target ends (unparking them again is harmless).
+  // Parked jobs by the job (or array) their first unmet dependency names; entries of jobs since unparked
+  // are dropped when their target ends (unparking them again is harmless).
   std::map<JobId, std::vector<JobId>> parked_on_;
   void unpark_dependents(JobId target);
   std::vector<sched::NodeHealth> health_;

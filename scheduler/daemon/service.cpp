@@ -647,9 +647,8 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
   stats_.stale_starts_total += static_cast<int64_t>(changes.stale);
   if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5)
     spdlog::info(
-        "pass: {} pending ({} parked), {} started, {} stale, {} rejected, {} updates, {} new reasons, {:.3f} "
-        "s "
-        "(snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
+        "pass: {} pending ({} parked), {} started, {} stale, {} rejected, {} updates, {} new reasons, "
+        "{:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
         work.snap.pending.size(), table_.parked_count(), work.plan.starts.size() - changes.stale,
         changes.stale, work.plan.rejected.size(), b.updates.size(), changes.notes.size(),
         stats_.last_pass_seconds, stats_.last_snapshot_seconds, stats_.last_schedule_seconds,
