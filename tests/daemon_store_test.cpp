@@ -1340,16 +1340,22 @@ TEST(ServiceDependencies, ParkingKeepsOnlyVerdictsThatStillHold) {
       record(11, JobState::kStarting, {}, "")};
   table.load(std::move(stored));
   using R = sched::PendingReason;
-  const std::vector<sched::PendingInfo> plan = {{3, R::kDependency, "waits for job 1"},
-                                                {4, R::kDependency, "waits for job 2"},
-                                                {5, R::kHeld, "held"},
-                                                {6, R::kHeld, "held"},
-                                                {7, R::kDependency, "waits for job 1"},
-                                                {8, R::kDependency, "waits for job 2 to end"},
-                                                {10, R::kDependency, "waits for job 1"}};
-  table.park(plan, true);
+  auto verdict = [](jobs::JobId id, R reason, std::string message) {
+    sched::PendingInfo info;
+    info.job = id;
+    info.reason = reason;
+    info.message = std::move(message);
+    return info;
+  };
+  table.park(
+      {verdict(3, R::kDependency, "waits for job 1"), verdict(4, R::kDependency, "waits for job 2"),
+       verdict(5, R::kHeld, "held"), verdict(6, R::kHeld, "held"),
+       verdict(7, R::kDependency, "waits for job 1"), verdict(8, R::kDependency, "waits for job 2 to end"),
+       verdict(10, R::kDependency, "waits for job 1")},
+      true);
   // Without explanations a pass's message is empty: the gate's kind must still hold.
-  table.park({{9, R::kDependency, ""}, {4, R::kDependency, ""}, {6, R::kHeld, ""}}, false);
+  table.park({verdict(9, R::kDependency, ""), verdict(4, R::kDependency, ""), verdict(6, R::kHeld, "")},
+             false);
   auto in_passes = [&] {
     std::vector<jobs::JobId> ids;
     for (const auto& p : table.snapshot(0).pending) ids.push_back(p.id);

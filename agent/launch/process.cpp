@@ -52,7 +52,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl {};
+  struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // KILL, STOP: EINVAL, harmless
   // Descriptors the agent opened without O_CLOEXEC (sockets, libraries' files) must not reach the job.

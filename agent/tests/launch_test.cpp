@@ -236,8 +236,7 @@ TEST_F(Launch, AgentDescriptorsDoNotLeakIntoRanks) {
 // Except glibc's own two (32 and 33, below SIGRTMIN), which its posix_spawn sets to ignored in the child
 // and no program linked with glibc uses otherwise.
 TEST_F(Launch, WorkersStartWithDefaultSignals) {
-  struct sigaction ignore {
-  }, old_hup{}, old_usr1{};
+  struct sigaction ignore = {}, old_hup = {}, old_usr1 = {};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGHUP, &ignore, &old_hup);
   sigaction(SIGUSR1, &ignore, &old_usr1);
