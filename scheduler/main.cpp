@@ -133,6 +133,7 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   service.run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)
   service.commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
   service.sync_log_on_thread();                             // and the delayed sync's fsync
+  service.checkpoint_on_thread();                           // and the log's checkpoints
   if (auto s = service.open(); !s) return fail(s.error().message);
   auto secret = read_secret(config.agent_secret_file);
   if (!secret) return fail(secret.error().message, 2);

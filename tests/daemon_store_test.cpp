@@ -580,6 +580,68 @@ TEST(SqliteStore, SyncsElsewhereWhileItCommits) {
   EXPECT_NE(gone.error().message.find("e.db-wal"), std::string::npos) << gone.error().message;
 }
 
+// SQLite checkpoints in the commit that fills the log to 1,000 frames: it copies the log into the database
+// and syncs both, tens of ms on the scheduler's loop. With checkpoint_on that commit hands the checkpoint
+// to the executor instead, once while one is pending, and it runs on a connection of its own; the log
+// starts over after it, and nothing committed is missed.
+TEST(SqliteStore, CheckpointsRunOnTheExecutorNotInTheCommitThatFillsTheLog) {
+  testing::TempDir dir;
+  const std::string file = dir.file("c.db");
+  auto s = SqliteStateStore::open(file);
+  ASSERT_TRUE(s);
+  std::vector<std::function<void()>> handed;
+  (*s)->checkpoint_on([&](std::function<void()> fn) { handed.push_back(std::move(fn)); },
+                      [](const Error& e) { ADD_FAILURE() << e.message; });
+  const auto page = static_cast<uintmax_t>(count_rows(file, "PRAGMA page_size"));
+  jobs::JobId next = 1;
+  auto commit = [&](SqliteStateStore& st) {  // ~10 pages of rows
+    store::WriteBatch b;
+    b.durability = store::Durability::kWritten;
+    for (int i = 0; i < 10; ++i) {
+      b.inserts.push_back(make_job(next++, 1));
+      b.inserts.back().spec.command = {"sh", "-c", std::string(3000, 'x')};
+    }
+    return st.commit(b);
+  };
+  const auto db_size = [&] { return std::filesystem::file_size(file); };
+  const auto empty_size = db_size();
+  int to_fill = 0;
+  while (handed.empty() && to_fill < 1000) {
+    ASSERT_TRUE(commit(**s));
+    ++to_fill;
+  }
+  ASSERT_EQ(handed.size(), 1u) << "no checkpoint handed over after " << to_fill << " commits";
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(commit(**s));  // the log still full: none more while one waits
+  EXPECT_EQ(handed.size(), 1u);
+  EXPECT_EQ(db_size(), empty_size) << "a commit copied the log into the database";
+
+  handed.front()();
+  EXPECT_GT(db_size(), empty_size + 500 * page) << "the checkpoint copied nothing";
+  EXPECT_EQ(count_rows(file, "SELECT count(*) FROM jobs"), static_cast<int>(next - 1));
+  // The log starts over: the next checkpoint comes once it is full again, not with the next commit.
+  int to_refill = 0;
+  while (handed.size() == 1 && to_refill < 1000) {
+    ASSERT_TRUE(commit(**s));
+    ++to_refill;
+  }
+  EXPECT_EQ(handed.size(), 2u);
+  EXPECT_GT(to_refill, to_fill / 2);
+  s->reset();
+  auto again = SqliteStateStore::open(file);
+  ASSERT_TRUE(again);
+  auto loaded = (*again)->load();
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->jobs.size(), static_cast<size_t>(next - 1));
+
+  // Without checkpoint_on, SQLite's own: the commit that fills the log copies it into the database.
+  const std::string plain_file = dir.file("p.db");
+  auto plain = SqliteStateStore::open(plain_file);
+  ASSERT_TRUE(plain);
+  const auto plain_empty = std::filesystem::file_size(plain_file);
+  for (int i = 0; i < to_fill; ++i) ASSERT_TRUE(commit(**plain));
+  EXPECT_GT(std::filesystem::file_size(plain_file), plain_empty + 500 * page);
+}
+
 TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {
   testing::TempDir dir;
   auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/daemon_client.hpp"
@@ -334,6 +336,32 @@ TEST_F(DaemonTest, SixteenGpusSpanBothNodes) {
   EXPECT_NE(metrics.body.find("railyard_gpus_allocated 16"), std::string::npos) << metrics.body;
   EXPECT_NE(metrics.body.find("railyard_queue_length 1"), std::string::npos);
   EXPECT_NE(metrics.body.find("railyard_submits_total 2"), std::string::npos);
+}
+
+// The log's checkpoints run on a thread of their own (Service::checkpoint_on_thread): they still run, so the
+// rows reach the database file (which a log of 1,000 frames or more never would without one), and all of
+// them are there after a restart.
+TEST_F(DaemonTest, TheLogIsCheckpointedIntoTheDatabase) {
+  auto d = start();
+  HttpClient c(d->port());
+  const auto size = [](const std::string& f) { return std::filesystem::file_size(f); };
+  const auto empty = size(db());
+  json jobs = json::array();
+  for (int i = 0; i < 200; ++i)
+    jobs.push_back({{"gpus", 1}, {"command", {"sh", "-c", std::string(4000, 'x')}}});
+  for (int batch = 0; batch < 12; ++batch)  // ~200 frames each
+    ASSERT_EQ(c.request("POST", "/api/v1/jobs:batch", json{{"jobs", jobs}}.dump(), bob_).status, 201);
+  for (int i = 0; i < 250 && size(db()) < empty + (8u << 20); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_GE(size(db()), empty + (8u << 20)) << "the database file did not grow: no checkpoint ran";
+  d.reset();
+  auto again = start();
+  HttpClient c2(again->port());
+  std::istringstream metrics(c2.request("GET", "/metrics").body);
+  long long jobs_known = 0;
+  for (std::string line; std::getline(metrics, line);)
+    if (line.starts_with("railyard_jobs{state=")) jobs_known += std::stoll(line.substr(line.rfind(' ') + 1));
+  EXPECT_EQ(jobs_known, 12 * 200);
 }
 
 TEST_F(DaemonTest, BatchAndPaging) {

@@ -97,6 +97,8 @@ Service::~Service() {
   submit_thread_.reset();
   sync_thread_.reset();
   if (auto s = write_deferred(); !s) spdlog::error("writing the last agent reports: {}", s.error().message);
+  checkpoint_thread_
+      .reset();  // after the last commit, which may hand it a checkpoint (dropped: the close does it)
 }
 
 store::StateStore& Service::store() {
@@ -112,6 +114,14 @@ void Service::run_passes_on_thread() {
 void Service::sync_log_on_thread() {
   sync_thread_ = std::make_unique<PassThread>();
   sync_executor_ = [t = sync_thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); };
+}
+
+void Service::checkpoint_on_thread() {
+  checkpoint_thread_ = std::make_unique<PassThread>();
+  const Executor run = [t = checkpoint_thread_.get()](std::function<void()> fn) { t->run(std::move(fn)); };
+  const auto failed = [](const Error& e) { spdlog::error("{}", e.message); };
+  store_->checkpoint_on(run, failed);
+  if (submit_store_) submit_store_->checkpoint_on(run, failed);
 }
 
 void Service::commit_submits_on_thread(std::unique_ptr<store::StateStore> store, size_t min_jobs) {

@@ -129,6 +129,10 @@ class Service {
   // time, in order) or on a thread of the service's own. Call before open().
   void commit_submits_on_thread(std::unique_ptr<store::StateStore> store,
                                 size_t min_jobs = kSubmitThreadMinJobs);
+  // The log's checkpoints on a thread of the service's own (StateStore::checkpoint_on), for the loop's
+  // store and the submit store: by default SQLite runs each in the commit that fills the log, on the loop.
+  // Call after commit_submits_on_thread(), before open().
+  void checkpoint_on_thread();
   void set_submit_committer(std::unique_ptr<store::StateStore> store, Executor executor,
                             size_t min_jobs = kSubmitThreadMinJobs);
   // How durable a submit is when its caller hears back (railyard-scheduler --submit-durability): kSynced, the
@@ -287,6 +291,7 @@ class Service {
   Executor submit_executor_;
   Executor sync_executor_;
   std::unique_ptr<PassThread> sync_thread_;                 // joined before store_ closes
+  std::unique_ptr<PassThread> checkpoint_thread_;           // joined before store_ and submit_store_ close
   std::unique_ptr<PassThread> submit_thread_;               // joined before submit_store_ closes
   std::unique_ptr<PassThread> thread_;                      // last: joined first
 };

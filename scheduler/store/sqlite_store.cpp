@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -221,6 +222,8 @@ Result<std::unique_ptr<SqliteStateStore>> SqliteStateStore::open(const std::stri
 
 SqliteStateStore::~SqliteStateStore() {
   statements_.reset();
+  checkpointer_
+      .reset();  // its connection closed first: the last one to close checkpoints and removes the log
   sqlite3_close(db_);
 }
 
@@ -464,6 +467,67 @@ std::function<Status()> SqliteStateStore::sync_elsewhere() {
   if (!wal || !*wal) return nullptr;
   if (!log_syncer_) log_syncer_ = std::make_shared<LogSyncer>(wal);
   return [syncer = log_syncer_] { return syncer->sync(); };
+}
+
+// A connection of its own to the database, for checkpoints on the executor's thread (SQLite connections are
+// not shared between threads here: SQLITE_OPEN_NOMUTEX).
+class Checkpointer {
+ public:
+  Checkpointer(std::string path, std::function<void(const Error&)> failed)
+      : path_(std::move(path)), failed_(std::move(failed)) {}
+  ~Checkpointer() { sqlite3_close(db_); }
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // PASSIVE: copies the frames no reader still needs into the database and syncs it; never waits for a lock,
+  // and the writer goes on committing meanwhile (the next write transaction after a complete one starts the
+  // log over).
+  void run() {
+    if (auto s = checkpoint(); !s && failed_) failed_(s.error());
+    in_flight = false;
+  }
+  std::atomic<bool> in_flight{false};
+
+ private:
+  Status checkpoint() {
+    if (!db_) {
+      if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+          SQLITE_OK)
+        return failed("opening");
+      sqlite3_busy_timeout(db_, 5000);
+      // SQLite 3.40 opens the log on a connection's first read; a checkpoint before any does nothing.
+      if (sqlite3_exec(db_, "SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr) != SQLITE_OK)
+        return failed("reading");
+    }
+    const int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) return failed("checkpointing");  // BUSY: another one runs
+    return ok();
+  }
+  Status failed(const char* what) {
+    Error e{ErrorCode::kUnavailable, std::string(what) + " " + path_ + " for a checkpoint: " +
+                                         (db_ ? sqlite3_errmsg(db_) : "out of memory")};
+    sqlite3_close(db_);
+    db_ = nullptr;
+    return e;
+  }
+  std::string path_;
+  std::function<void(const Error&)> failed_;
+  sqlite3* db_ = nullptr;
+};
+
+void SqliteStateStore::checkpoint_on(Executor executor, std::function<void(const Error&)> failed) {
+  const char* path = sqlite3_db_filename(db_, "main");
+  if (!executor || !path || !*path) return;  // in memory: no log
+  checkpointer_ = std::make_shared<Checkpointer>(path, std::move(failed));
+  checkpoint_executor_ = std::move(executor);
+  sqlite3_wal_hook(db_, &SqliteStateStore::log_committed, this);  // SQLite's automatic checkpoint off
+}
+
+int SqliteStateStore::log_committed(void* self, sqlite3*, const char*, int frames) {
+  auto& store = *static_cast<SqliteStateStore*>(self);
+  if (frames < kCheckpointFrames || store.checkpointer_->in_flight.exchange(true)) return SQLITE_OK;
+  store.checkpoint_executor_([c = store.checkpointer_] { c->run(); });
+  return SQLITE_OK;
 }
 
 Status SqliteStateStore::add_token(const TokenRecord& t) {

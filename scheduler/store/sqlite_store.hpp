@@ -19,7 +19,11 @@ namespace railyard::store {
 std::span<const std::string_view> schema_migrations();
 inline int latest_schema_version() { return static_cast<int>(schema_migrations().size()); }
 
-class LogSyncer;  // sqlite_store.cpp
+class LogSyncer;     // sqlite_store.cpp
+class Checkpointer;  // sqlite_store.cpp
+
+// Frames in the write-ahead log at which a commit asks for a checkpoint (SQLite's automatic default).
+inline constexpr int kCheckpointFrames = 1000;
 
 class SqliteStateStore final : public StateStore {
  public:
@@ -38,6 +42,8 @@ class SqliteStateStore final : public StateStore {
   // between threads), which it opens on first use and again if the file was replaced; the log's directory
   // is synced once per file opened, as SQLite does after creating the log.
   std::function<Status()> sync_elsewhere() override;
+  // The checkpoints through `executor` instead of SQLite's own in the commit (a WAL hook replaces it).
+  void checkpoint_on(Executor executor, std::function<void(const Error&)> failed) override;
   Status add_token(const TokenRecord& token) override;
   Result<std::optional<TokenRecord>> find_token(const std::string& hash) override;
   Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
@@ -48,12 +54,15 @@ class SqliteStateStore final : public StateStore {
   explicit SqliteStateStore(sqlite3* db);
   void migrate(int target_version);
   void write(const WriteBatch& batch);
+  static int log_committed(void* self, sqlite3* db, const char* name, int frames);  // the WAL hook
 
   sqlite3* db_;
   int version_ = 0;
   Durability mode_ = Durability::kSynced;  // the connection's synchronous setting: FULL, or NORMAL
   std::unique_ptr<Statements> statements_;  // after migrate(): prepared against the latest schema
   std::shared_ptr<LogSyncer> log_syncer_;   // sync_elsewhere()'s, made on its first call
+  Executor checkpoint_executor_;            // checkpoint_on()'s
+  std::shared_ptr<Checkpointer> checkpointer_;  // its connection, used on the executor only
 };
 
 }  // namespace railyard::store

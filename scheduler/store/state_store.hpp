@@ -162,6 +162,17 @@ class StateStore {
   // committed before it starts is synced when it returns (later commits may or may not be). nullptr where
   // the store has none; then sync() on the store's own thread.
   virtual std::function<Status()> sync_elsewhere() { return nullptr; }
+  // Takes the log's checkpoints (copying the write-ahead log into the database file, with its fsyncs) out of
+  // the commits: once a commit leaves the log as long as SQLite's automatic checkpoint waits for (1,000
+  // frames), `executor` is handed one to run, on a connection of its own and one at a time, where SQLite
+  // would run it inside that commit (20-40 ms on the committing thread for a full log). `failed` hears of a
+  // checkpoint that failed (on the executor's thread); the next commit asks again. Stores without a log
+  // ignore it.
+  using Executor = std::function<void(std::function<void()>)>;
+  virtual void checkpoint_on(Executor executor, std::function<void(const Error&)> failed) {
+    (void)executor;
+    (void)failed;
+  }
   virtual Status add_token(const TokenRecord& token) = 0;
   virtual Result<std::optional<TokenRecord>> find_token(const std::string& hash) = 0;
   // Newest last; at most `limit`; subject "" for all.
