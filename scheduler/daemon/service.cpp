@@ -97,8 +97,8 @@ Service::~Service() {
   submit_thread_.reset();
   sync_thread_.reset();
   if (auto s = write_deferred(); !s) spdlog::error("writing the last agent reports: {}", s.error().message);
-  checkpoint_thread_
-      .reset();  // after the last commit, which may hand it a checkpoint (dropped: the close does it)
+  // After the last commit, which may hand it a checkpoint (dropped: the store's close checkpoints).
+  checkpoint_thread_.reset();
 }
 
 store::StateStore& Service::store() {

@@ -222,8 +222,7 @@ Result<std::unique_ptr<SqliteStateStore>> SqliteStateStore::open(const std::stri
 
 SqliteStateStore::~SqliteStateStore() {
   statements_.reset();
-  checkpointer_
-      .reset();  // its connection closed first: the last one to close checkpoints and removes the log
+  checkpointer_.reset();  // its connection first: the last one to close checkpoints and removes the log
   sqlite3_close(db_);
 }
 
@@ -493,19 +492,19 @@ class Checkpointer {
     if (!db_) {
       if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
           SQLITE_OK)
-        return failed("opening");
+        return failed("open");
       sqlite3_busy_timeout(db_, 5000);
       // SQLite 3.40 opens the log on a connection's first read; a checkpoint before any does nothing.
       if (sqlite3_exec(db_, "SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr) != SQLITE_OK)
-        return failed("reading");
+        return failed("first read");
     }
     const int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    if (rc != SQLITE_OK && rc != SQLITE_BUSY) return failed("checkpointing");  // BUSY: another one runs
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY) return failed("checkpoint");  // BUSY: another one runs
     return ok();
   }
   Status failed(const char* what) {
-    Error e{ErrorCode::kUnavailable, std::string(what) + " " + path_ + " for a checkpoint: " +
-                                         (db_ ? sqlite3_errmsg(db_) : "out of memory")};
+    Error e{ErrorCode::kUnavailable,
+            "checkpoint of " + path_ + ": " + what + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory")};
     sqlite3_close(db_);
     db_ = nullptr;
     return e;
