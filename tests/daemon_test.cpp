@@ -351,9 +351,10 @@ TEST_F(DaemonTest, TheLogIsCheckpointedIntoTheDatabase) {
     jobs.push_back({{"gpus", 1}, {"command", {"sh", "-c", std::string(4000, 'x')}}});
   for (int batch = 0; batch < 12; ++batch)  // ~200 frames each
     ASSERT_EQ(c.request("POST", "/api/v1/jobs:batch", json{{"jobs", jobs}}.dump(), bob_).status, 201);
-  for (int i = 0; i < 250 && size(db()) < empty + (8u << 20); ++i)
+  // ~10 MB committed; up to 1,000 frames (~4 MB) may stay in the log until it fills again.
+  for (int i = 0; i < 250 && size(db()) < empty + (4u << 20); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_GE(size(db()), empty + (8u << 20)) << "the database file did not grow: no checkpoint ran";
+  EXPECT_GE(size(db()), empty + (4u << 20)) << "the database file did not grow: no checkpoint ran";
   d.reset();
   auto again = start();
   HttpClient c2(again->port());

@@ -169,10 +169,7 @@ class StateStore {
   // checkpoint that failed (on the executor's thread); the next commit asks again. Stores without a log
   // ignore it.
   using Executor = std::function<void(std::function<void()>)>;
-  virtual void checkpoint_on(Executor executor, std::function<void(const Error&)> failed) {
-    (void)executor;
-    (void)failed;
-  }
+  virtual void checkpoint_on(Executor /*executor*/, std::function<void(const Error&)> /*failed*/) {}
   virtual Status add_token(const TokenRecord& token) = 0;
   virtual Result<std::optional<TokenRecord>> find_token(const std::string& hash) = 0;
   // Newest last; at most `limit`; subject "" for all.
