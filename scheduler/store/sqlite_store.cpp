@@ -19,6 +19,9 @@
 namespace railyard::store {
 namespace {
 
+// Frames in the write-ahead log at which a commit asks for a checkpoint (SQLite's automatic default).
+constexpr int kCheckpointFrames = 1000;
+
 using nlohmann::json;
 
 constexpr std::array<std::string_view, 8> kMigrations = {

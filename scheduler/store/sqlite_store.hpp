@@ -22,9 +22,6 @@ inline int latest_schema_version() { return static_cast<int>(schema_migrations()
 class LogSyncer;     // sqlite_store.cpp
 class Checkpointer;  // sqlite_store.cpp
 
-// Frames in the write-ahead log at which a commit asks for a checkpoint (SQLite's automatic default).
-inline constexpr int kCheckpointFrames = 1000;
-
 class SqliteStateStore final : public StateStore {
  public:
   // Opens (creating when missing) and migrates up to `target_version` (tests stop early to test upgrades).
