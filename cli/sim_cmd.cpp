@@ -17,6 +17,7 @@
 #include "scheduler/queue/priority.hpp"
 #include "scheduler/sim/report.hpp"
 #include "scheduler/sim/simulator.hpp"
+#include "scheduler/sim/synth.hpp"
 #include "scheduler/sim/trace.hpp"
 #include "topology/generator.hpp"
 #include "topology/io.hpp"
@@ -33,6 +34,8 @@ struct SimCmdOptions {
   double oversubscription = 1.0;
   std::string profile = "dgx-h100";
   std::string trace;
+  std::string synth;      // --synth SPEC instead of --trace
+  std::string trace_out;  // write the trace that was simulated
   std::vector<std::string> policies = sim::policy_names();
   int scale_gpus = 1;
   double load = 1.0;
@@ -43,6 +46,8 @@ struct SimCmdOptions {
   std::string on_bad_row = "skip";
   int64_t pass_interval_s = 0;
   int64_t compact_wait_s = sched::PolicyConfig{}.compact_wait_s;
+  int64_t compact_wait_max_s = sched::PolicyConfig{}.compact_wait_max_s;
+  double compact_wait_share = sched::PolicyConfig{}.compact_wait_share;
   std::string priority_weights;
   bool progress = false;
   int threads = 1;
@@ -65,6 +70,19 @@ topology::Cluster build_cluster(const SimCmdOptions& o) {
 }
 
 sim::Trace load_trace(const SimCmdOptions& o, const topology::Cluster& cluster) {
+  if (o.trace.empty() == o.synth.empty()) fail_usage("give exactly one of --trace FILE, --synth SPEC");
+  if (!o.synth.empty()) {
+    if (o.scale_gpus != 1 || o.limit > 0 || !o.user.empty())
+      fail_usage("--scale-gpus, --limit and --user apply to --trace only (--synth sets sizes and counts)");
+    auto spec = sim::parse_synth_spec(o.synth);
+    if (!spec) fail_usage(spec.error().message);
+    auto jobs = sim::synthesize(*spec, cluster.gpu_count());
+    if (!jobs) fail_usage(jobs.error().message);
+    sim::Trace trace;
+    trace.jobs = std::move(jobs).value();
+    for (auto& job : trace.jobs) job.submit_s /= o.load;
+    return trace;
+  }
   sim::TraceOptions t;
   t.scale_gpus = o.scale_gpus;
   t.load = o.load;
@@ -82,6 +100,14 @@ sim::Trace load_trace(const SimCmdOptions& o, const topology::Cluster& cluster) 
   if (trace->skipped_rows > 0) std::cerr << "railyard: skipped " << trace->skipped_rows << " bad rows\n";
   if (trace->jobs.empty()) fail_usage(o.trace + ": no jobs to simulate (after filters)");
   return std::move(trace).value();
+}
+
+void write_trace_out(const std::string& path, const std::vector<sim::TraceJob>& jobs) {
+  std::ofstream out(path);
+  if (!out) fail(invalid("cannot write --trace-out file \"" + path + "\""));
+  sim::write_trace_csv(out, jobs);
+  out.flush();
+  if (!out) fail(internal_error("write error on \"" + path + "\""));
 }
 
 // One status line on stderr for all policies: "sim  railyard 42%  first-fit 17%  fifo 3%".
@@ -149,16 +175,20 @@ void write_jobs_out(const std::string& path, const std::vector<sim::SimResult>& 
 void print_header(const SimCmdOptions& o, const topology::Cluster& cluster, const sim::Trace& trace) {
   std::cout << "cluster  " << cluster.name() << ": " << cluster.node_count() << " nodes, "
             << cluster.gpu_count() << " GPUs, " << cluster.leaves().size() << " leaf groups\n"
-            << "trace    " << o.trace << ": " << trace.jobs.size() << " jobs";
+            << "trace    " << (o.synth.empty() ? o.trace : "synthetic " + o.synth) << ": " << trace.jobs.size()
+            << " jobs";
   if (!o.user.empty()) std::cout << " of user " << o.user;
   std::cout << " (GPUs x" << o.scale_gpus << ", load x" << o.load;
   if (o.limit > 0) std::cout << ", first " << o.limit;
   std::cout << ", " << trace.skipped_rows << " rows skipped)\n";
   if (o.pass_interval_s > 0)
     std::cout << "passes   at most one per " << o.pass_interval_s << " s of virtual time\n";
-  const std::string wait =
-      o.compact_wait_s > 0 ? "waits up to " + std::to_string(o.compact_wait_s) + " s" : "off";
-  std::cout << "compact  " << wait << " for a placement on the fewest leaf groups\n";
+  if (o.compact_wait_s > 0)
+    std::cout << "compact  waits for a placement on the fewest leaf groups: with a reservation up to "
+              << o.compact_wait_max_s << " s, without one " << o.compact_wait_share << "x its time limit (at least "
+              << o.compact_wait_s << " s)\n";
+  else
+    std::cout << "compact  off\n";
   std::cout << '\n';
 }
 
@@ -166,7 +196,8 @@ void run_sim(const SimCmdOptions& o) {
   const auto wall_start = std::chrono::steady_clock::now();
   if (o.pass_interval_s < 0) fail_usage("--pass-interval must be >= 0");
   if (o.threads < 1) fail_usage("--threads must be >= 1");
-  if (o.compact_wait_s < 0) fail_usage("--compact-wait must be >= 0");
+  if (o.compact_wait_s < 0 || o.compact_wait_max_s < 0 || !(o.compact_wait_share >= 0))
+    fail_usage("--compact-wait, --compact-wait-max and --compact-wait-share must be >= 0");
   for (double share : {o.comm.share_in_node, o.comm.share_multi_node})
     if (!(share >= 0 && share <= 1)) fail_usage("--comm-share-* must be between 0 and 1");
   if (!(o.comm.max_ratio >= 1)) fail_usage("--comm-max-ratio must be >= 1");
@@ -174,13 +205,19 @@ void run_sim(const SimCmdOptions& o) {
   for (const auto& name : o.policies) {
     auto p = sim::policy_by_name(name);
     if (!p) fail(p.error());
-    p->config.compact_wait_s = o.compact_wait_s;  // first-fit ignores it (no leaf-aware placement)
+    // first-fit ignores the compact wait (no leaf-aware placement); slurm-tree never waits (its definition)
+    if (p->config.compact_wait_s > 0) {
+      p->config.compact_wait_s = o.compact_wait_s;
+      p->config.compact_wait_max_s = o.compact_wait_max_s;
+      p->config.compact_wait_share = o.compact_wait_share;
+    }
     if (auto s = sched::apply_priority_weights(o.priority_weights, p->config); !s)
       fail_usage("--priority-weights " + s.error().message);
     policies.push_back(std::move(p).value());
   }
   const topology::Cluster cluster = build_cluster(o);
   const sim::Trace trace = load_trace(o, cluster);
+  if (!o.trace_out.empty()) write_trace_out(o.trace_out, trace.jobs);
   const auto results = run_policies(o, cluster, trace.jobs, policies);
   std::vector<sim::PolicyReport> reports;
   for (const auto& r : results) reports.push_back(sim::summarize(r, trace.skipped_rows));
@@ -207,8 +244,12 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
       ->needs(nodes);
   cmd.add_option("--profile", o.profile, "Node profile (fat tree; topology.conf nodes without one)")
       ->capture_default_str();
-  cmd.add_option("--trace", o.trace, "Trace CSV: job_id,submit_s,duration_s,num_gpus,user,status")
-      ->required();
+  auto* trace = cmd.add_option("--trace", o.trace, "Trace CSV: job_id,submit_s,duration_s,num_gpus,user,status");
+  cmd.add_option("--synth", o.synth,
+                 "A synthetic mixed workload instead of --trace: KEY=VALUE,... with keys jobs, load, "
+                 "mix (GPUS:WEIGHT/...), median, sigma, min, max (run time, s), users, seed")
+      ->excludes(trace);
+  cmd.add_option("--trace-out", o.trace_out, "Write the simulated trace (after filters, or --synth's) as CSV");
   cmd.add_option("--policy", o.policies, "Policies to compare, comma separated")
       ->delimiter(',')
       ->check(CLI::IsMember(sim::policy_names()))
@@ -229,6 +270,13 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
                  "Seconds a multi-node job that fits now only on more leaf groups than its minimum waits for "
                  "a placement on its minimum (0: off)")
       ->capture_default_str();
+  cmd.add_option("--compact-wait-max", o.compact_wait_max_s,
+                 "Longest compact wait of a job holding a compact reservation (seconds)")
+      ->capture_default_str();
+  cmd.add_option("--compact-wait-share", o.compact_wait_share,
+                 "Compact wait without a reservation: this many times the job's time limit (--compact-wait at "
+                 "least)")
+      ->capture_default_str();
   cmd.add_option("--priority-weights", o.priority_weights,
                  "Multifactor weights to change, e.g. size=0 (keys qos, age, fairshare, size), as the daemon's");
   cmd.add_flag("--progress", o.progress, "Progress on stderr even when it is not a terminal");
@@ -246,8 +294,9 @@ void add_sim_commands(CLI::App& app) {
   auto o = std::make_shared<SimCmdOptions>();
   auto* cmd = app.add_subcommand("sim", "Replay a job trace through the scheduler on a virtual cluster");
   cmd->footer(
-      "Policies: railyard (topology placement, backfill), first-fit (topology-oblivious, backfill), fifo\n"
-      "(topology placement, no backfill). Model and metrics: scheduler/sim/README.md.");
+      "Policies: railyard (topology placement, backfill, compact wait), first-fit (topology-oblivious,\n"
+      "backfill), fifo (topology placement, no backfill), slurm-tree (topology placement, backfill, no compact\n"
+      "wait). Model and metrics: scheduler/sim/README.md.");
   add_options(*cmd, *o);
   cmd->callback([o] { run_sim(*o); });
 }

@@ -219,8 +219,9 @@ int main(int argc, char** argv) {
                  "requeued); default 120")
       ->check(CLI::Range(1, 86400));
   app.add_option("--compact-wait", config.compact_wait_s,
-                 "seconds a multi-node job that fits now only on more leaf groups than its minimum waits for a "
-                 "placement on its minimum, holding a reservation (0: off); default 300")
+                 "least seconds a multi-node job that fits now only on more leaf groups than its minimum waits "
+                 "for a placement on its minimum (one holding a compact reservation waits until it starts, at "
+                 "most 7 days; scheduler/README.md); 0: off; default 300")
       ->check(CLI::Range(0, 86400));
   const sched::PolicyConfig defaults;
   app.add_option("--priority-weights", config.priority_weights,

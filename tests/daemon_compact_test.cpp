@@ -98,6 +98,7 @@ TEST(DaemonCompactWait, WaitsWithAReasonKeepsItsClockAndStartsWhenTheWaitEnds) {
   CompactDaemon d(dir);
   sched::PolicyConfig policy;
   policy.compact_wait_s = 300;
+  policy.compact_wait_max_s = 300;  // the compact set frees at t=4600, after the longest wait
   d.svc->set_policy(policy);
   const jobs::JobId one = d.submit(8);  // n1
   ASSERT_EQ(d.job(one).state, JobState::kStarting);
@@ -107,7 +108,8 @@ TEST(DaemonCompactWait, WaitsWithAReasonKeepsItsClockAndStartsWhenTheWaitEnds) {
   const jobs::JobId two = d.submit(16);
   EXPECT_EQ(d.job(two).state, JobState::kPending);
   EXPECT_EQ(
-      d.job(two).reason.rfind("compact: waiting for a compact placement: 2 leaves free now, 1 needed", 0), 0u)
+      d.job(two).reason.rfind("compact: waiting 60 min for 2 nodes in 1 leaf group (leaf1), reserved from t=4600", 0),
+      0u)
       << d.job(two).reason;
   bool posted = false;
   for (const auto& t : d.timers) posted = posted || t.first >= std::chrono::milliseconds(300'000);
@@ -132,6 +134,7 @@ TEST(DaemonCompactWait, ARestartKeepsTheWaitsClock) {
   CompactDaemon d(dir);
   sched::PolicyConfig policy;
   policy.compact_wait_s = 300;
+  policy.compact_wait_max_s = 300;  // the compact set frees at t=4600, after the longest wait
   d.svc->set_policy(policy);
   d.submit(8);  // n1
   ASSERT_TRUE(d.svc->set_node_health("n4", sched::NodeHealth::kDrain, "test", CompactDaemon::kAdmin));

@@ -121,6 +121,7 @@ TEST(Simulator, CompactWaitEndsWithAPassAtItsDeadline) {
   for (const int64_t wait : {0, 20}) {
     PolicySpec p = policy("railyard");
     p.config.compact_wait_s = wait;
+    p.config.compact_wait_max_s = wait;  // the compact set frees at 1000, after the wait
     const SimResult r = simulate(cluster, trace, p, no_comm());
     EXPECT_EQ(times(r, trace)["e"], (Times{100 + wait, 150 + wait})) << "wait " << wait;
     EXPECT_EQ(r.jobs[4].leaves_spanned, 2);

@@ -1,6 +1,7 @@
 #include "scheduler/core/cycle.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <unordered_map>
 
 #include "scheduler/core/reservation.hpp"
@@ -300,13 +301,18 @@ class Pass {
     return {c.leaves_spanned(nodes), c.min_leaves_for_nodes(static_cast<int>(nodes.size()))};
   }
 
-  // The compactness wait (PolicyConfig::compact_wait_s). `choice` is the job's best placement now; when it
-  // spans more leaf groups than the minimum and the wait has time left, the job pends with kCompact and
-  // reserves the earliest node set on its minimum (lower jobs backfill around it as around any
-  // reservation). Compact waits have a reservation budget of their own (reservation_depth): a job past it
-  // waits without one (no search, so no cost; bounded by the wait). A job within it for which no compact
-  // set is reachable as running jobs end (e.g. a drained node in every leaf group) starts now. True when
-  // the job waits.
+  // The compactness wait (PolicyConfig::compact_wait_*). `choice` is the job's best placement now; when it
+  // spans more leaf groups than the minimum, the job pends with kCompact and reserves the earliest node set
+  // on its minimum (lower jobs backfill around it as around any reservation, so they keep out of that set
+  // unless they end before it starts). How long it may wait, counted from the first pass that found it
+  // placeable only scattered (PendingJob::compact_wait_since):
+  //   - with a compact reservation (within reservation_depth of them this pass): until the reservation
+  //     starts, which running jobs' limits bound, capped at compact_wait_max_s for a reservation that keeps
+  //     moving back;
+  //   - without one (past that budget, no search): compact_wait_share × its time limit, at least
+  //     compact_wait_s (a job without a limit: compact_wait_s).
+  // A job within the budget for which no compact set is reachable as running jobs end (e.g. a drained node
+  // in every leaf group) starts now. True when the job waits.
   bool wait_for_compact(const PendingJob& job, double priority, Request& req, const Choice& choice) {
     const auto& cfg = s_.config;
     if (cfg.compact_wait_s <= 0 || cfg.placement != PolicyConfig::Placement::kTopology ||
@@ -316,11 +322,18 @@ class Pass {
     const int spanned = leaves.first, needed = leaves.second;
     if (spanned <= needed) return false;
     const int64_t since = job.compact_wait_since >= 0 ? job.compact_wait_since : s_.now;
-    const int64_t deadline = since + cfg.compact_wait_s;
+    const bool budget = compact_reservations_ < cfg.reservation_depth;
+    const int64_t limit = req.window.end >= kForever ? 0 : req.window.end - req.window.start;
+    const int64_t patience =
+        budget ? std::max(cfg.compact_wait_s, cfg.compact_wait_max_s)
+               : std::max(cfg.compact_wait_s, static_cast<int64_t>(cfg.compact_wait_share * static_cast<double>(limit)));
+    const int64_t deadline = since + patience;
     if (s_.now >= deadline) return false;
     std::optional<FoundReservation> found;
-    if (compact_reservations_ < cfg.reservation_depth) {
+    if (budget) {
       auto compact = [&](const ClusterUsage& u, const Request& r) -> std::optional<Choice> {
+        if (cfg.search_shortcuts && r.shape.whole_nodes && !whole_nodes_within(u, r.shape.nodes, needed))
+          return std::nullopt;
         auto c = place(u, r);
         if (c && leaves_of(c->gpus).first > needed) c.reset();
         return c;
@@ -328,16 +341,8 @@ class Pass {
       found = find_reservation(releases_, usage_, req, s_.now, compact, scratch_);
       if (!found) return false;
     }
-    std::string message;
-    if (cfg.explain) {
-      message = "waiting for a compact placement: " + std::to_string(spanned) + " leaves free now, " +
-                std::to_string(needed) + " needed; ";
-      message += found ? "reserved to start at t=" + std::to_string(found->start_time)
-                       : std::string("no reservation (") + std::to_string(compact_reservations_) +
-                             " compact waits ahead hold one)";
-      message += ", starts anyway at t=" + std::to_string(deadline);
-    }
-    pend(job, priority, PendingReason::kCompact, std::move(message));
+    pend(job, priority, PendingReason::kCompact,
+         cfg.explain ? compact_message(req, choice.gpus, spanned, needed, found, deadline) : std::string());
     plan_.pending.back().estimated_start = found ? std::min(found->start_time, deadline) : deadline;
     plan_.pending.back().compact_since = since;
     plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
@@ -351,6 +356,65 @@ class Pass {
     releases_.add(held.end, {}, {});
     plan_.reservations.push_back({job.id, found->start_time, std::move(found->gpus)});
     return true;
+  }
+
+  // Whether `n` whole nodes could lie in `groups` leaf groups: the `groups` leaf groups with the most whole
+  // free nodes hold n between them. A necessary condition for a compact whole-node placement (eligibility
+  // and reservations only lower the counts), and O(leaf groups) where the placer is O(nodes): most tries of
+  // a compact reservation search fail here.
+  bool whole_nodes_within(const ClusterUsage& u, int n, int groups) {
+    const auto& leaves = s_.cluster->leaves();
+    if (groups == 1) {
+      for (topology::DomainId l : leaves)
+        if (u.whole_free_nodes(l) >= n) return true;
+      return false;
+    }
+    whole_counts_.clear();
+    for (topology::DomainId l : leaves) whole_counts_.push_back(u.whole_free_nodes(l));
+    const auto top = std::min<size_t>(static_cast<size_t>(groups), whole_counts_.size());
+    std::partial_sort(whole_counts_.begin(), whole_counts_.begin() + static_cast<std::ptrdiff_t>(top),
+                      whole_counts_.end(), std::greater<>());
+    int sum = 0;
+    for (size_t i = 0; i < top; ++i) sum += whole_counts_[i];
+    return sum >= n;
+  }
+
+  // "waiting 3 min for 4 nodes in 1 leaf group (su002), reserved from t=…; now: 3 leaf groups, allreduce
+  // 1.8x slower; starts anyway at t=…" — what the wait buys, by the cost model, and until when.
+  std::string compact_message(const Request& req, const std::vector<GpuId>& now_gpus, int spanned, int needed,
+                              const std::optional<FoundReservation>& found, int64_t deadline) const {
+    const auto& c = *s_.cluster;
+    std::string m = "waiting";
+    if (found) m += " " + format_duration(found->start_time - s_.now);
+    m += " for " + std::to_string(req.shape.nodes) + " nodes in " + std::to_string(needed) + " leaf group" +
+         (needed == 1 ? "" : "s");
+    if (found) {
+      std::vector<NodeId> nodes;
+      for (GpuId g : found->gpus)
+        if (nodes.empty() || nodes.back() != c.node_of(g)) nodes.push_back(c.node_of(g));
+      if (needed == 1 && !nodes.empty()) m += " (" + c.domain(c.node(nodes.front()).leaf()).name + ")";
+      m += ", reserved from t=" + std::to_string(found->start_time);
+    } else {
+      m += ", no reservation (" + std::to_string(compact_reservations_) + " compact waits ahead hold one)";
+    }
+    m += "; now: " + std::to_string(spanned) + " leaf groups";
+    if (found) {
+      const double scattered = topology::estimate_allreduce(c, now_gpus, s_.config.allreduce_bytes).seconds;
+      const double compact = topology::estimate_allreduce(c, found->gpus, s_.config.allreduce_bytes).seconds;
+      if (compact > 0 && scattered > compact * 1.005) {
+        char ratio[32];
+        std::snprintf(ratio, sizeof ratio, "%.2fx", scattered / compact);
+        m += std::string(", allreduce ") + ratio + " slower";
+      }
+    }
+    return m + "; starts anyway at t=" + std::to_string(deadline);
+  }
+
+  static std::string format_duration(int64_t s) {
+    if (s < 120) return std::to_string(std::max<int64_t>(s, 0)) + " s";
+    if (s < 7200) return std::to_string(s / 60) + " min";
+    if (s < 172800) return std::to_string(s / 3600) + " h";
+    return std::to_string(s / 86400) + " d";
   }
 
   bool enough_free(const Request& req) const {
@@ -400,7 +464,8 @@ class Pass {
   FailMemo memo_;
   std::unordered_map<std::string, int> user_used_, project_used_;
   int reservations_ = 0;
-  int compact_reservations_ = 0;  // compact waits' reservations: a budget of their own (wait_for_compact)
+  std::vector<int> whole_counts_;  // whole_nodes_within's buffer
+  int compact_reservations_ = 0;  // compact waits' reservations: a budget of their own (compact_reservation_depth)
   std::optional<JobId> blocked_by_;
   Plan plan_;
 };

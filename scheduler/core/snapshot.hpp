@@ -74,11 +74,21 @@ struct PolicyConfig {
   double allreduce_bytes = 1e9;    // message size of the allreduce estimate reported with each placement
   bool explain = true;             // false: skip building reason messages (simulator fast path)
   // Compactness wait (an automatic `--switches=N@max-time`): a multi-node job whose best placement now
-  // spans more leaf groups than its minimum waits up to this many seconds, counted from when a pass first
-  // found it placeable only that way (PendingJob::compact_wait_since), for a placement on its minimum,
-  // holding a reservation on such a node set meanwhile; then it takes the best placement there is.
-  // 0 = off (start at once, however fragmented). Slurm's max_switch_wait defaults to 300 s too.
+  // spans more leaf groups than its minimum waits for a placement on its minimum, counted from when a pass
+  // first found it placeable only that way (PendingJob::compact_wait_since); then it takes the best
+  // placement there is. With a compact reservation (reservation_depth of them per pass, apart from the
+  // ordinary ones) it waits until that reservation starts, at most compact_wait_max_s; without one,
+  // compact_wait_share × its time limit, at least compact_wait_s. compact_wait_s = 0 turns the wait off.
+  // Why wait that long: the reservation already bounds the wait by running jobs' limits, and lower jobs
+  // backfill around it; a scattered start costs more than its own allreduce (which a non-blocking tree
+  // makes almost free): it breaks islands in every leaf group it touches for as long as it runs. The
+  // load sweeps in bench/RESULTS.md ("Placement under contention") measure the trade.
   int64_t compact_wait_s = 300;
+  int64_t compact_wait_max_s = 7 * 24 * 3600;
+  double compact_wait_share = 4;
+  // Exact shortcuts in reservation searches (a necessary-condition check before the placer); the plans are
+  // the same without them, which the simulator tests check by turning them off.
+  bool search_shortcuts = true;
 };
 
 struct Snapshot {

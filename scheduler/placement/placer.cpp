@@ -63,7 +63,7 @@ std::optional<Choice> place_single(const ClusterUsage& u, const Request& r, int 
       const int f = spread ? size - step : k + step;
       if (spread ? f <= best_free : f >= best_free) break;
       std::optional<NodeId> found;
-      if (f == size && !spread && !u.any_reservations()) {
+      if (f == size && !spread) {
         found = whole_node_in_fullest_leaf(u, r, cls);
       } else {
         for (NodeId n : u.bucket(cls, f))  // bucket order is deterministic; the first that fits will do

@@ -349,7 +349,7 @@ void Simulator::report_progress(bool force) {
 
 }  // namespace
 
-std::vector<std::string> policy_names() { return {"railyard", "first-fit", "fifo"}; }
+std::vector<std::string> policy_names() { return {"railyard", "first-fit", "fifo", "slurm-tree"}; }
 
 Result<PolicySpec> policy_by_name(std::string_view name) {
   PolicySpec p{std::string(name), {}};
@@ -363,7 +363,11 @@ Result<PolicySpec> policy_by_name(std::string_view name) {
     p.config.backfill = false;
     return p;
   }
-  return invalid("unknown policy \"" + std::string(name) + "\" (known: railyard, first-fit, fifo)");
+  if (name == "slurm-tree") {  // Slurm's topology/tree without --switches: fewest switches now, never waits
+    p.config.compact_wait_s = 0;
+    return p;
+  }
+  return invalid("unknown policy \"" + std::string(name) + "\" (known: railyard, first-fit, fifo, slurm-tree)");
 }
 
 SimResult simulate(const topology::Cluster& cluster, const std::vector<TraceJob>& trace,

@@ -24,8 +24,10 @@ struct PolicySpec {
   std::string name;
   sched::PolicyConfig config;
 };
-// "railyard" (defaults: topology placement, backfill), "first-fit" (topology-oblivious, backfill),
-// "fifo" (topology placement, no backfill). The simulator fast path (explain = false) is set on all three.
+// "railyard" (defaults: topology placement, backfill, compact wait), "first-fit" (topology-oblivious,
+// backfill), "fifo" (topology placement, no backfill), "slurm-tree" (topology placement and backfill with no
+// compact wait: Slurm's topology/tree without --switches). The simulator fast path (explain = false) is set
+// on all of them.
 Result<PolicySpec> policy_by_name(std::string_view name);
 std::vector<std::string> policy_names();
 

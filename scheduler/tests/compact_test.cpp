@@ -1,5 +1,6 @@
-// The compactness wait (PolicyConfig::compact_wait_s): a multi-node job that fits now only across more leaf
-// groups than its minimum waits, holding a reservation on a compact node set, up to the wait.
+// The compactness wait (PolicyConfig::compact_wait_*): a multi-node job that fits now only across more leaf
+// groups than its minimum waits, holding a reservation on a compact node set, until that set frees (at most
+// compact_wait_max_s); without a reservation, compact_wait_share × its limit, at least compact_wait_s.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -15,9 +16,11 @@ using testing::spec_gpus;
 // 4 leaf groups of 4 nodes (8 GPUs each). Busy: nodes 0,1 until t=100; 4,5 until t=200; 8-10 and 12-14
 // until t=1000. Free now: 2,3 | 6,7 | 11 | 15, so a 4-node job fits now only on 2 leaf groups, and on one
 // (nodes 0-3) from t=100.
-Harness fragmented(int64_t compact_wait_s) {
+Harness fragmented(int64_t compact_wait_s, int64_t compact_wait_max_s = 7 * 86400, double share = 0) {
   auto h = Harness::fat_tree(16, 4);
   h.snapshot().config.compact_wait_s = compact_wait_s;
+  h.snapshot().config.compact_wait_max_s = compact_wait_max_s;
+  h.snapshot().config.compact_wait_share = share;
   const std::pair<NodeId, int64_t> busy[] = {{0, 100},  {1, 100},   {4, 200},   {5, 200},   {8, 1000},
                                              {9, 1000}, {10, 1000}, {12, 1000}, {13, 1000}, {14, 1000}};
   for (auto [n, end] : busy) h.run(spec_gpus(8, end), h.gpus_of(n, 0, 8), 0);
@@ -46,21 +49,22 @@ TEST(CompactWait, WaitsThenStartsOnItsMinimumWhenACompactSetFrees) {
   const PendingInfo* info = Harness::find_pending(plan, big);
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->reason, PendingReason::kCompact);
-  EXPECT_NE(info->message.find("waiting for a compact placement: 2 leaves free now, 1 needed"),
+  EXPECT_NE(info->message.find("waiting 90 s for 4 nodes in 1 leaf group (leaf001), reserved from t=100"),
             std::string::npos)
       << info->message;
+  EXPECT_NE(info->message.find("now: 2 leaf groups"), std::string::npos) << info->message;
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(plan.reservations[0].start_time, 100);
   EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3}));
   EXPECT_EQ(info->estimated_start, 100);
-  EXPECT_EQ(plan.wake_at, 10 + 300);
+  EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
   h.apply(plan);
   EXPECT_EQ(h.snapshot().pending[0].compact_wait_since, 10);
 
   advance(h, 50);  // still fragmented: still waiting, on the clock started at t=10
   plan = h.plan();
   EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
-  EXPECT_EQ(plan.wake_at, 10 + 300);
+  EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
   h.apply(plan);
 
   advance(h, 100);  // nodes 0 and 1 come back
@@ -72,8 +76,24 @@ TEST(CompactWait, WaitsThenStartsOnItsMinimumWhenACompactSetFrees) {
   EXPECT_EQ(std::set<NodeId>(p->nodes.begin(), p->nodes.end()), (std::set<NodeId>{0, 1, 2, 3}));
 }
 
-TEST(CompactWait, AfterTheWaitStartsOnTheBestPlacementThereIs) {
-  auto h = fragmented(60);  // the compact set frees at t=100, after the wait ends at t=70
+TEST(CompactWait, WithAReservationItWaitsPastCompactWaitUntilTheSetFrees) {
+  auto h = fragmented(60);  // the floor ends at t=70; the compact set frees at t=100
+  const JobId big = h.submit(spec_gpus(32, 3600), 10);
+  h.apply(h.plan());
+  advance(h, 70);
+  Plan plan = h.plan();
+  ASSERT_EQ(Harness::find_start(plan, big), nullptr);
+  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  h.apply(plan);
+  advance(h, 100);
+  plan = h.plan();
+  const Placement* p = Harness::find_start(plan, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 1);
+}
+
+TEST(CompactWait, AfterItsLongestWaitStartsOnTheBestPlacementThereIs) {
+  auto h = fragmented(60, 60);  // the compact set frees at t=100, after the wait ends at t=70
   const JobId big = h.submit(spec_gpus(32, 3600), 0);  // submitted earlier: the wait counts from t=10
   Plan plan = h.plan();
   ASSERT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
@@ -154,6 +174,18 @@ TEST(CompactWait, PastItsReservationBudgetAJobWaitsWithoutOne) {
   EXPECT_NE(info->message.find("no reservation"), std::string::npos) << info->message;
   EXPECT_EQ(info->estimated_start, 10 + 300);
   EXPECT_EQ(plan.wake_at, 10 + 300);
+}
+
+TEST(CompactWait, WithoutAReservationTheShareOfItsLimitBoundsTheWait) {
+  auto h = fragmented(300, 7 * 86400, 0.5);
+  h.snapshot().config.reservation_depth = 1;
+  h.submit(spec_gpus(32, 3600), 5);
+  const JobId second = h.submit(spec_gpus(32, 3600), 10);
+  Plan plan = h.plan();
+  const PendingInfo* info = Harness::find_pending(plan, second);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->reason, PendingReason::kCompact);
+  EXPECT_EQ(info->estimated_start, 10 + 1800);  // half its 3,600 s limit, above the 300 s floor
 }
 
 TEST(CompactWait, NoReachableCompactSetMeansNoWait) {
