@@ -7,7 +7,7 @@
 #   running  CALLS x `railyard submit --gpus 1 -- true` (each job starts and ends)
 # For each: ms per call, the scheduler's CPU ms per call (utime + stime), the passes run and their mean
 # time, and railyard_jobs_parked. Last, the anchor is cancelled and the pass that rejects every waiting job
-# is reported. Figures: bench/RESULTS.md ("Parking").
+# is reported. Figures: bench/RESULTS.md ("Deep queues").
 #
 #   bench/deep_queue.sh [-n WAITING] [-c CALLS] [-b BUILD_DIR]     (defaults 5000, 300, build/release)
 #   RAILYARD_BIN_DIR=DIR: the scheduler and agent from DIR instead (e.g. an older build, to compare)
