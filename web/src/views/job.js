@@ -12,8 +12,9 @@ import * as live from '../live.js';
 // stream's metrics messages carry in "events", and the metrics route in each sample's "data".
 const sampleOf = (e) => ({key: e.key, t: Number(e.t), value: e.value, unit: e.unit, status: e.status});
 
-// GET /jobs/ID/metrics: {"job", "time_to_train_s", "samples": [{"alloc", "key", "t", "data": {...}}]}.
-const routeSamples = (res) => (res ? res.samples.map((s) => sampleOf(s.data)) : []);
+// GET /jobs/ID/metrics: {"job", "time_to_train_s", "samples": [{"alloc", "key", "t", "data": {...}}]}; the
+// sample's own key and time (a telemetry sample's data has neither).
+const routeSamples = (res) => (res ? res.samples.map((s) => ({...sampleOf(s.data), key: s.key, t: Number(s.t)})) : []);
 
 function targetOf(job) {
   const t = job.spec && job.spec.target;
