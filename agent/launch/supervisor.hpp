@@ -79,7 +79,8 @@ class Supervisor {
   // An allocation that finishes only when cancelled: a later node of an mpi job, whose processes (orteds)
   // arrive one by one through add_process(). A process added that way does not decide a successful
   // outcome, but its failure (a non-zero exit or a signal, before the allocation ends otherwise) fails the
-  // allocation: mpirun would wait forever for a daemon that died. They are signalled and waited for like ranks.
+  // allocation: mpirun would wait forever for a daemon that died. They are signalled and waited for like
+  // ranks.
   void hold(AllocRecord record);
   Status add_process(const std::string& alloc_id, RankRecord process);
   Status cancel(const std::string& alloc_id);

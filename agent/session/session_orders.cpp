@@ -179,8 +179,8 @@ void Session::on_exec(const json& msg) {
     failed["message"] = spawned.error().message;
     return send(failed);
   }
-  RankRecord rec{kFirstExecRank + a.execs++,     spawned->pid,     spawned->pgid,
-                 spawned->start_ticks, spec.stdout_path, spec.stderr_path};
+  RankRecord rec{kFirstExecRank + a.execs++, spawned->pid,     spawned->pgid,
+                 spawned->start_ticks,       spec.stdout_path, spec.stderr_path};
   if (auto s = n->supervisor->add_process(alloc, rec); !s) {
     signal_group(spawned->pgid, SIGKILL);
     failed["message"] = s.error().message;
@@ -284,10 +284,10 @@ void Session::poll_node(Node& n, Clock::time_point now) {
       auto it = n.allocs.find(ex->alloc_id);
       if (it == n.allocs.end() || ex->code == 0 || !it->second.message.empty()) continue;
       it->second.signal = ex->signal;
-      const std::string who = ex->rank >= kFirstExecRank
-                                  ? "remote launch " + std::to_string(ex->rank - kFirstExecRank) +
-                                        " (railyard-agent-exec)"
-                                  : "rank " + std::to_string(ex->rank);
+      const std::string who =
+          ex->rank >= kFirstExecRank
+              ? "remote launch " + std::to_string(ex->rank - kFirstExecRank) + " (railyard-agent-exec)"
+              : "rank " + std::to_string(ex->rank);
       it->second.message = ex->exit_code_lost ? who + ": exit code lost"
                            : ex->signal       ? who + " killed by signal " + std::to_string(ex->signal)
                                               : who + " exited with code " + std::to_string(ex->code);

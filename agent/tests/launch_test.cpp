@@ -147,7 +147,8 @@ TEST_F(Launch, AFailingAddedProcessFailsAHeldAllocation) {
   r.alloc_id = "held";
   sup.hold(r);
   auto start = [&](int rank, const std::string& command) {
-    auto p = spawn_process(SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, -1});
+    auto p = spawn_process(
+        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, -1});
     EXPECT_TRUE(p) << p.error().message;
     EXPECT_TRUE(sup.add_process("held", RankRecord{rank, p->pid, p->pgid, p->start_ticks, "", ""}));
   };
