@@ -7,7 +7,7 @@
 #   running  CALLS x `railyard submit --gpus 1 -- true` (each job starts and ends)
 # For each: ms per call, the scheduler's CPU ms per call (utime + stime), the passes run and their mean
 # time, and railyard_jobs_parked. Last, the anchor is cancelled and the pass that rejects every waiting job
-# is reported. Figures: bench/RESULTS.md ("Parking").
+# is reported. Figures: bench/RESULTS.md ("Deep queues").
 #
 #   bench/deep_queue.sh [-n WAITING] [-c CALLS] [-b BUILD_DIR]     (defaults 5000, 300, build/release)
 #   RAILYARD_BIN_DIR=DIR: the scheduler and agent from DIR instead (e.g. an older build, to compare)
@@ -39,10 +39,6 @@ SCHED=$(awk '$2 == "scheduler" {print $1}' "$DIR/pids")
 api() { curl -sf -H "Authorization: Bearer $RAILYARD_TOKEN" "$@"; }
 metric() { api "$RAILYARD_URL/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$SCHED/stat"; }
-# The CLI comes back from disk in 4 KiB pages after a minute untouched on some hosts: lay it out again.
-if readelf -lW "$BUILD/cli/railyard" 2>/dev/null | grep -q 'LOAD .* 0x200000$'; then
-  sh "$here/../cli/hugepage-copy.sh" "$BUILD/cli/railyard" "$BUILD/cli/railyard"
-fi
 
 ANCHOR=$(railyard submit --gpus 1 --name anchor -- sleep 100000)
 for _ in $(seq 100); do [[ $(api "$S/jobs/$ANCHOR" | jq -r .state) == RUNNING ]] && break; sleep 0.1; done

@@ -112,17 +112,6 @@ export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
 for p in railyard railyard-scheduler railyard-agent sbatch slurmctld curl; do
   command -v "$p" >/dev/null || { echo "vs-slurm: $p not found (build $BUILD?)" >&2; exit 3; }
 done
-# The build writes the release CLI in 2 MiB pieces, so that the page cache holds it in 2 MiB folios and every
-# start maps its text with huge pages (cli/CMakeLists.txt, railyard_fast_start). This VM's host evicts page
-# cache left untouched for ~60 s (DAMON pageout, /sys/kernel/mm/damon), and a Slurm run takes longer: the
-# CLI then comes back from disk in 4 KiB pages for the whole Railyard run that follows. So the binary is
-# written that way again before each Railyard run, as the build left it (a no-op for a binary that is not
-# laid out for huge pages). Slurm's programs are not laid out for them either way.
-ry_layout() {
-  if readelf -lW "$BUILD/cli/railyard" 2>/dev/null | grep -q 'LOAD .* 0x200000$'; then
-    sh "$root/cli/hugepage-copy.sh" "$BUILD/cli/railyard" "$BUILD/cli/railyard"
-  fi
-}
 SDIR=${USE_SLURM:-$WORK/slurm} RDIR=$WORK/railyard
 log() { echo "vs-slurm: $*" >&2; }
 # Bringing both up, stopping them, counting their active jobs: shared with bench/placement-replay.sh.
@@ -150,10 +139,9 @@ ry_bulk() { railyard submit --gpus 1 --array "1-$1" -- true >/dev/null; }
 floor_single() { for ((i = 0; i < $1; i++)); do /bin/true; done; }
 floor_bulk() { /bin/true; }
 
-# Warm-up, not measured: the first jobs through a freshly started system cost it more (session 9: Railyard's
-# first run of 1,000 took 17.3 s and 2.05 ms of scheduler CPU per job, the next two 9.3 and 10.5 s at
-# 1.07-1.25 ms; Slurm's first 93.7 s, then 83.9 and 88.2 s). The same one-call jobs through both, each
-# drained before the measured runs.
+# Warm-up, not measured: the first jobs through a freshly started system cost it markedly more (caches,
+# first pages of its database, first allocations). The same one-call jobs through both, each drained before
+# the measured runs.
 if ((WARMUP > 0)); then
   for sys in slurm ry; do
     "${sys}_single" "$WARMUP"
@@ -166,7 +154,6 @@ RESULTS=$WORK/results.tsv
 printf 'system\tform\tN\trun\tsubmit_s\tsubmit_jobs_per_s\te2e_s\te2e_jobs_per_s\tsched_cpu_s\tcpu_ms_per_job\tpeak_rss_mb\n' > "$RESULTS"
 measure() {  # measure SYSTEM FORM N RUN PID SUBMIT_FN ACTIVE_FN
   local sys=$1 form=$2 n=$3 run=$4 pid=$5 submit=$6 active=$7 c0 t0 t1 e2e c1
-  [[ $sys != railyard ]] || ry_layout
   settle  # the previous run's leftovers (Slurm's step daemons) must not land on this one
   reset_hwm "$pid"
   c0=$(cpu_s "$pid"); stamp t0

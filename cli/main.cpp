@@ -20,8 +20,8 @@ constexpr void (*kCommandGroups[])(CLI::App&) = {
 };
 
 // Registers only the groups a call needs: those up to the one holding the command that the first argument
-// names, none for --version. Building every command's options was ~0.7 ms of CPU, a fifth of a whole
-// `railyard submit` (issue 11: one CLI call per job). CLI11 hands every argument after the command's name
+// names, none for --version: building every command's options is a large part of a short call's CPU,
+// and scripts run one `railyard submit` per job. CLI11 hands every argument after the command's name
 // to that command, so the groups left out take no part in parsing it. Any other call (--help, no command,
 // a name no group has) registers them all, so help and error messages list every command.
 void add_commands(CLI::App& app, const std::string& first) {

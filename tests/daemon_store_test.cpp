@@ -145,58 +145,6 @@ TEST(SqliteStore, EventsAndMetricsKeepTheirNumbersWithoutAutoincrement) {
             2);
 }
 
-// What a submit commits (the job and its "submitted" event) logs three pages: the jobs table's, the events
-// table's and its per-subject index's; a start (the job's new state, its run, the event) four, the run's
-// own included. Each logged page is a write the scheduler's loop waits for (issue 11). Version 7 dropped
-// two indexes that no statement read (a submit logged five), version 8 keeps runs in the b-tree of their
-// (job, attempt) key (a start logged five, with the key's separate index).
-TEST(SqliteStore, CommitsLogOnlyThePagesTheirRowsLiveOn) {
-  testing::TempDir dir;
-  const std::string file = dir.file("w.db");
-  auto s = SqliteStateStore::open(file);
-  ASSERT_TRUE(s);
-  auto submit = [&](jobs::JobId id) {
-    store::WriteBatch b;
-    b.inserts = {make_job(id, 8)};
-    b.events.push_back({"job:" + std::to_string(id), 1000 + id, "ada", "submitted", (1000 + id) * 1000});
-    return (*s)->commit(b);
-  };
-  auto start = [&](jobs::JobId id) {
-    store::WriteBatch b;
-    JobRecord r = make_job(id, 8);
-    r.state = JobState::kStarting;
-    r.attempt = 1;
-    r.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
-    r.nodes = {"dgx0001"};
-    r.start_time = 2000 + id;
-    b.updates = {r};
-    store::RunRecord run;
-    run.job = id;
-    run.attempt = 1;
-    run.nodes = r.nodes;
-    run.gpus = r.gpus;
-    run.start = 2000 + id;
-    b.runs.push_back(run);
-    b.events.push_back({"job:" + std::to_string(id), 2000 + id, "scheduler", "started", (2000 + id) * 1000});
-    b.durability = store::Durability::kWritten;
-    return (*s)->commit(b);
-  };
-  const auto frame = static_cast<uintmax_t>(count_rows(file, "PRAGMA page_size")) + 24;  // + a frame's header
-  const auto wal_size = [&] { return std::filesystem::file_size(file + "-wal"); };
-  auto frames_of = [&](auto&& commit) {
-    const auto before = wal_size();
-    EXPECT_TRUE(commit());
-    EXPECT_EQ((wal_size() - before) % frame, 0u);
-    return (wal_size() - before) / frame;
-  };
-  // The first commit of each kind may also touch the schema's or a new table's first pages.
-  ASSERT_TRUE(submit(1));
-  ASSERT_TRUE(start(1));
-  EXPECT_EQ(frames_of([&] { return submit(2); }), 3u);
-  EXPECT_EQ(frames_of([&] { return start(2); }), 4u);
-}
-
-// Version 8 rebuilt runs WITHOUT ROWID: the runs of a version 7 database come through.
 // commit_all (the service's deferred agent reports with the commit that follows them): the batches in
 // order, as one transaction: a later batch's update and release win over an earlier one's, a failure writes
 // none of them, and the log grows once for the pages they share.
@@ -251,6 +199,7 @@ TEST(SqliteStore, CommitAllWritesItsBatchesInOrderInOneTransaction) {
   EXPECT_EQ((*s)->load()->jobs[0].state, JobState::kCompleted);
 }
 
+// Version 8 rebuilt runs WITHOUT ROWID: the runs of a version 7 database come through.
 TEST(SqliteStore, RunsSurviveTheirTablesRebuild) {
   testing::TempDir dir;
   const std::string file = dir.file("r7.db");

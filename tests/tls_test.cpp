@@ -94,9 +94,8 @@ TEST_F(Tls, CliAgentsAndAnMpiJobWorkOverTls) {
   ASSERT_TRUE(wait_for_log("n1", "registered;", 30s)) << agent_log("n1");
   ASSERT_TRUE(wait_for_log("n2", "registered;", 30s)) << agent_log("n2");
 
-  // A 2-node x 2-rank MPI allreduce: node 1's orted is started through railyard-agent-exec over https.
-  // It takes ~3 s; the 1-minute limit bounds a rare hang (an orted that never reports back to mpirun, seen
-  // once in CI) before ctest's rerun.
+  // A 2-node x 2-rank MPI allreduce: n2's orted is started through railyard-agent-exec over https.
+  // The job's 1-minute limit turns a launch that never completes into a failure instead of a hung test.
   const CliResult sub = cli({"submit", "--name", "tls-mpi", "--nodes", "2", "--gpus-per-node", "2", "--launcher",
                              "mpi", "--time", "1m", "--wait", "--", RAILYARD_MPI_ALLREDUCE});
   ASSERT_EQ(sub.code, 0) << sub.out << sub.err << agent_log("n1") << agent_log("n2") << job_logs_under(dir_.file(""));

@@ -7,7 +7,9 @@
 //   POST $RAILYARD_URL/api/v1/allocs/$RAILYARD_ALLOC_ID/exec   Authorization: Bearer $RAILYARD_EXEC_TOKEN
 //   {"node":"<host>","argv":["orted",...]}
 // and exits 0 on 200 (the agent started orted under its supervision), 1 with the answer on stderr
-// otherwise. RAILYARD_URL may be https:// (verified against RAILYARD_CA_FILE, else the system's CAs).
+// otherwise. It does not wait for orted as ssh would: the agent reports orted's failure instead
+// (scheduler/PROTOCOL.md, "railyard-agent-exec"). RAILYARD_URL may be https:// (verified against
+// RAILYARD_CA_FILE, else the system's CAs).
 //
 // Without them (a tool run by hand, the agent_launch_test), it runs the command here, as ssh would run
 // it on the remote host (the words joined by spaces, through /bin/sh -c), with the host's settings:

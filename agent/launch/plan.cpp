@@ -106,13 +106,16 @@ Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, cons
   // rtc_hwloc_vmhole none: Open MPI 4.1's orted otherwise writes its hwloc topology into a shared-memory
   // mapping placed in the "biggest" hole of its address space, and now and then segfaults there
   // (hwloc_shmem_topology_write); mpirun then waits for that daemon forever. Ranks load the topology
-  // themselves instead. mpirun passes these to every orted on its command line.
-  const std::vector<std::pair<std::string, std::string>> mca = {{"plm_rsh_agent", s.exec_helper},
-                                                                {"mpi_yield_when_idle", "1"},
-                                                                {"oob_tcp_if_include", "lo"},
-                                                                {"btl_tcp_if_include", "lo"},
-                                                                {"plm_rsh_no_tree_spawn", "1"},
-                                                                {"rtc_hwloc_vmhole", "none"}};
+  // themselves instead. orte_leave_session_attached 1: without it, plm_rsh_no_tree_spawn makes every orted
+  // daemonize, so the process its node's agent started exits at once and a daemon that dies later goes
+  // unseen, by the agent and by mpirun (which learns of a remote daemon only from its rsh agent, and
+  // railyard-agent-exec exits once the daemon is started): mpirun would wait for it until the time limit.
+  // Attached, orted stays the agent's process: its failure fails the allocation (Supervisor::add_process)
+  // and a kill reaches it. mpirun passes these to every orted on its command line.
+  const std::vector<std::pair<std::string, std::string>> mca = {
+      {"plm_rsh_agent", s.exec_helper}, {"mpi_yield_when_idle", "1"},   {"oob_tcp_if_include", "lo"},
+      {"btl_tcp_if_include", "lo"},     {"plm_rsh_no_tree_spawn", "1"}, {"orte_leave_session_attached", "1"},
+      {"rtc_hwloc_vmhole", "none"}};
   for (const auto& [k, v] : mca) a.insert(a.end(), {"--mca", k, v});
   // Job and Railyard variables travel to every rank; the per-node ones (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA,
   // RAILYARD_NODE) are set by the helper for its host from RAILYARD_ALLOC_GPUS (later: by that host's agent).

@@ -95,7 +95,18 @@ void Supervisor::rank_exited(Tracked& t, size_t i, int code, int sig, bool lost,
   events.push_back(RankExited{t.record.alloc_id, t.record.ranks[i].rank, code, sig, lost});
   const bool added = i < t.added.size() && t.added[i];
   t.any_lost = t.any_lost || (lost && !added);
-  if (lost || t.held || added) return;
+  if (lost) return;
+  if (t.held || added) {
+    // A process added through add_process (an orted that mpirun asked for through railyard-agent-exec)
+    // exits 0 however the job ends. One that fails never reports to mpirun, and mpirun learns of a remote
+    // daemon's death only from its rsh agent, which exited once the process started: it would wait for it
+    // forever. So its failure fails the allocation, and the scheduler ends the job.
+    if (code != 0 && !t.outcome) {
+      t.failing_code = code;
+      teardown(t, AllocState::kFailed);
+    }
+    return;
+  }
   if (!t.first_code) t.first_code = code;
   if (code != 0 && !t.outcome) {
     t.failing_code = code;

@@ -64,7 +64,7 @@ struct SupervisorOptions {
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds poll_interval{20};  // wait_for's sleep between polls
   // With become_subreaper(): also reap every child (waitpid(-1)) on each poll, so orphans outside the
-  // ranks' groups (orted daemonizes into its own session) do not stay zombies. Only for a process that
+  // ranks' groups (a worker's `setsid` children) do not stay zombies. Only for a process that
   // waits for no other children of its own.
   bool reap_all_children = false;
 };
@@ -77,8 +77,10 @@ class Supervisor {
   void add(AllocRecord record);    // started by a Launcher: RankStarted events follow
   void adopt(AllocRecord record);  // found by recover()
   // An allocation that finishes only when cancelled: a later node of an mpi job, whose processes (orteds)
-  // arrive one by one through add_process(). Processes added that way never decide an allocation's
-  // outcome (their exit codes are reported, not judged); they are signalled and waited for like ranks.
+  // arrive one by one through add_process(). A process added that way does not decide a successful
+  // outcome, but its failure (a non-zero exit or a signal, before the allocation ends otherwise) fails the
+  // allocation: mpirun would wait forever for a daemon that died. They are signalled and waited for like
+  // ranks.
   void hold(AllocRecord record);
   Status add_process(const std::string& alloc_id, RankRecord process);
   Status cancel(const std::string& alloc_id);

@@ -20,6 +20,8 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxPendingEvents = 10'000;  // per allocation while disconnected; older ones are dropped
+// Processes started by an exec order (orteds) are numbered from here, apart from the ranks.
+constexpr int kFirstExecRank = 1000;
 constexpr size_t kMaxLogChunk = 512 * 1024;   // leaves room for JSON escaping under the 1 MiB frame limit
 
 long long unix_ms_now() {
@@ -177,8 +179,8 @@ void Session::on_exec(const json& msg) {
     failed["message"] = spawned.error().message;
     return send(failed);
   }
-  RankRecord rec{1000 + a.execs++,     spawned->pid,     spawned->pgid,
-                 spawned->start_ticks, spec.stdout_path, spec.stderr_path};
+  RankRecord rec{kFirstExecRank + a.execs++, spawned->pid,     spawned->pgid,
+                 spawned->start_ticks,       spec.stdout_path, spec.stderr_path};
   if (auto s = n->supervisor->add_process(alloc, rec); !s) {
     signal_group(spawned->pgid, SIGKILL);
     failed["message"] = s.error().message;
@@ -282,11 +284,13 @@ void Session::poll_node(Node& n, Clock::time_point now) {
       auto it = n.allocs.find(ex->alloc_id);
       if (it == n.allocs.end() || ex->code == 0 || !it->second.message.empty()) continue;
       it->second.signal = ex->signal;
-      it->second.message =
-          ex->exit_code_lost ? "rank " + std::to_string(ex->rank) + ": exit code lost"
-          : ex->signal
-              ? "rank " + std::to_string(ex->rank) + " killed by signal " + std::to_string(ex->signal)
-              : "rank " + std::to_string(ex->rank) + " exited with code " + std::to_string(ex->code);
+      const std::string who =
+          ex->rank >= kFirstExecRank
+              ? "remote launch " + std::to_string(ex->rank - kFirstExecRank) + " (railyard-agent-exec)"
+              : "rank " + std::to_string(ex->rank);
+      it->second.message = ex->exit_code_lost ? who + ": exit code lost"
+                           : ex->signal       ? who + " killed by signal " + std::to_string(ex->signal)
+                                              : who + " exited with code " + std::to_string(ex->code);
     } else if (auto* done = std::get_if<AllocationFinished>(&ev)) {
       auto it = n.allocs.find(done->alloc_id);
       if (it != n.allocs.end()) stream_metrics(n, it->second, done->alloc_id, now, true);

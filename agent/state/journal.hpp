@@ -9,7 +9,7 @@
 // part of a line may be in the file) every change rewrites the file until a rewrite succeeds.
 //
 // It replaces a file per record: per allocation and per report that is one create, rename and unlink
-// less, which were a third of the agent's CPU per short job (issue 11). Not thread safe.
+// less, file system calls that dominated the agent's CPU for short jobs. Not thread safe.
 #pragma once
 
 #include <cstddef>

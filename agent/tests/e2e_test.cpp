@@ -178,6 +178,20 @@ TEST_F(AgentE2E, EnvAndMpiJobsCompleteAndTheirLogsComeBack) {
   EXPECT_EQ(on_n2, 2) << out;
 }
 
+// A remote daemon that dies (here every "orted" is /bin/false, through Open MPI's orte_launch_agent) never
+// reports to mpirun, which learns of it only from its rsh agent; railyard-agent-exec exits once the daemon
+// started. The agent that ran it fails its part of the allocation, so the job ends FAILED at once instead
+// of mpirun waiting until the time limit.
+TEST_F(AgentE2E, ARemoteDaemonThatDiesFailsTheMpiJob) {
+  json spec = two_nodes("mpi", {RAILYARD_MPI_ALLREDUCE});
+  spec["env"] = {{"OMPI_MCA_orte_launch_agent", "/bin/false"}};
+  spec["time_limit"] = "10m";
+  const int64_t id = submit(spec);
+  const json j = wait_state(id, {"COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT"}, 120s);
+  EXPECT_EQ(j["state"], "FAILED") << j.dump() << "\nmpirun stderr:\n" << log_of(id, 0, "err") << logs();
+  EXPECT_NE(j.value("reason", "").find("railyard-agent-exec"), std::string::npos) << j.dump();
+}
+
 // Issue 7's check: a 4-rank MPI training run (2 nodes x 2 ranks, through both agents) reaches its quality
 // target and the scheduler records its time-to-train from the MLLOG lines the agent streamed.
 TEST_F(AgentE2E, FourRankTrainingReachesItsTargetAndTheSchedulerRecordsTimeToTrain) {

@@ -137,6 +137,31 @@ TEST_F(Launch, RecoverAfterDroppingTheLauncher) {
   EXPECT_FALSE(stored("survivor"));
 }
 
+// A later node of an mpi job: its allocation is held, and the orteds mpirun asks for arrive through
+// add_process. One that exits 0 decides nothing (the allocation waits for its kill); one that fails ends
+// the allocation FAILED with its code, since mpirun would otherwise wait for that daemon forever.
+TEST_F(Launch, AFailingAddedProcessFailsAHeldAllocation) {
+  auto sup = supervisor();
+  AllocRecord r;
+  r.job_id = 6;
+  r.alloc_id = "held";
+  sup.hold(r);
+  auto start = [&](int rank, const std::string& command) {
+    auto p = spawn_process(
+        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, -1});
+    EXPECT_TRUE(p) << p.error().message;
+    EXPECT_TRUE(sup.add_process("held", RankRecord{rank, p->pid, p->pgid, p->start_ticks, "", ""}));
+  };
+  start(1000, "exit 0");
+  auto quiet = testing::run_until_finished(sup, 2s);
+  EXPECT_FALSE(quiet.finished) << "a daemon that exited 0 ended the held allocation";
+  start(1001, "exit 3");
+  auto o = testing::run_until_finished(sup, 10s);
+  ASSERT_TRUE(o.finished);
+  EXPECT_EQ(o.finished->state, AllocState::kFailed);
+  EXPECT_EQ(o.finished->exit_code, 3);
+}
+
 // A worker that is not our child (a restarted agent's view): liveness only, exit code lost.
 TEST_F(Launch, AdoptedStrangerReportsLostExitCode) {
   const auto pidfile = dir_.path() / "pid";

@@ -27,8 +27,8 @@ class MpiLaunch : public testing::LaunchFixture {
   }
 };
 
-// Living `sleep <word>` processes (orted daemonizes and gives each rank its own
-// process group, so MPI ranks are not in mpirun's group).
+// Living `sleep <word>` processes (orted gives each rank its own process group, so MPI ranks are not in
+// mpirun's group).
 int sleeps_of(const std::string& word) {
   int n = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {

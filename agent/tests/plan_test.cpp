@@ -90,6 +90,7 @@ TEST(Plan, MpirunWithHostfileAndHelper) {
   EXPECT_TRUE(has({"--mca", "oob_tcp_if_include", "lo"}));
   EXPECT_TRUE(has({"--mca", "btl_tcp_if_include", "lo"}));
   EXPECT_TRUE(has({"--mca", "rtc_hwloc_vmhole", "none"}));
+  EXPECT_TRUE(has({"--mca", "orte_leave_session_attached", "1"}));  // orted stays the agent's child
   EXPECT_TRUE(has({"-x", "SEED"}));
   EXPECT_TRUE(has({"train", "--epochs", "3"}));
   EXPECT_EQ(env_of(plan->process, "RAILYARD_AGENT_STATE_DIR"), "/state");

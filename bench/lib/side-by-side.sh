@@ -16,12 +16,11 @@
 #   slurm_active / ry_active / ry_state STATE   job counts; wait_drained FN START TIMEOUT_S.
 #   settle [TIMEOUT_S]  waits until no slurmstepd runs and the machine is at least 85 % idle over a second:
 #                       Slurm's queue empties while its step daemons and slurmctld still work for a minute
-#                       or more after a 5,000-task array (once 3,815 step daemons were left after 180 s), which
-#                       would otherwise land on the next run. At most TIMEOUT_S (default 420) s.
+#                       or more after a 5,000-task array, which would otherwise land on the next run. At most TIMEOUT_S (default 420) s.
 
 now() { date +%s.%N; }
-# The same clock without a fork: `t=$(now)` costs a subshell and a `date` process (2-3 ms on this VM), which
-# a measured single CLI call would include. EPOCHREALTIME (bash 5) is read in the shell itself (its decimal
+# The same clock without a fork: `t=$(now)` costs a subshell and a `date` process, which a
+# measured single CLI call would include. EPOCHREALTIME (bash 5) is read in the shell itself (its decimal
 # comma, in a locale that has one, made a point).  Usage: stamp VAR
 stamp() { printf -v "$1" '%s' "${EPOCHREALTIME/,/.}"; }
 

@@ -165,9 +165,9 @@ class StateStore {
   // Takes the log's checkpoints (copying the write-ahead log into the database file, with its fsyncs) out of
   // the commits: once a commit leaves the log as long as SQLite's automatic checkpoint waits for (1,000
   // frames), `executor` is handed one to run, on a connection of its own and one at a time, where SQLite
-  // would run it inside that commit (20-40 ms on the committing thread for a full log). `failed` hears of a
-  // checkpoint that failed (on the executor's thread); the next commit asks again. Stores without a log
-  // ignore it.
+  // would run it inside that commit (a copy of the whole log and its fsyncs, on the committing thread).
+  // `failed` hears of a checkpoint that failed (on the executor's thread); the next commit asks again. Stores
+  // without a log ignore it.
   using Executor = std::function<void(std::function<void()>)>;
   virtual void checkpoint_on(Executor /*executor*/, std::function<void(const Error&)> /*failed*/) {}
   virtual Status add_token(const TokenRecord& token) = 0;

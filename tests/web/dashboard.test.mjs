@@ -170,6 +170,9 @@ describe('dashboard', {skip: skipBrowser}, () => {
     await page.fill('#token-input', s.token);
     await page.click('#token-form button[type=submit]');
     await page.waitForSelector('#nav-nodes', {state: 'visible'});
+    // The role comes from GET /whoami; nothing is POSTed to find it out.
+    assert.ok(b.urls.some((u) => new URL(u).pathname === '/api/v1/whoami'), 'role read from /api/v1/whoami');
+    assert.ok(b.urls.every((u) => !new URL(u).pathname.endsWith('/drain')), 'no drain before the admin asks for one');
     await page.click('#nav-nodes');
     const n1 = page.locator('#nodes-table tr[data-node="n1"]');
     await n1.locator('input.reason').fill('bad fan <b>1</b>');

@@ -235,7 +235,9 @@ export async function launchBrowser() {
   };
 }
 
-export const screenshotDir = path.join(repo, 'web', 'screenshots');
+// Screenshots are test output: under the build tree (RAILYARD_SCREENSHOT_DIR, which ctest sets to
+// <build>/screenshots), else under the binary dir; never in the source tree.
+export const screenshotDir = process.env.RAILYARD_SCREENSHOT_DIR || path.join(binDir(), 'screenshots');
 
 export async function screenshot(page, name) {
   fs.mkdirSync(screenshotDir, {recursive: true});

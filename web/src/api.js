@@ -44,16 +44,6 @@ async function request(method, path, body) {
 export const get = (path) => request('GET', path);
 export const post = (path, body) => request('POST', path, body);
 
-// GET that answers null for a route this daemon does not have (404/405/501), for optional routes.
-export async function getOptional(path) {
-  try {
-    return await get(path);
-  } catch (e) {
-    if (e instanceof ApiError && [404, 405, 501].includes(e.status)) return null;
-    throw e;
-  }
-}
-
 export function query(params) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, v);
@@ -73,16 +63,14 @@ export function parseMetrics(text) {
   return out;
 }
 
-// Checks the stored token against the API without changing anything: a drain of a node that cannot
-// exist answers 404 to an admin, 403 to a user and 401 to an unknown token.
+// The stored token's role from GET /whoami ({"user", "role"}): 'admin' or 'user'; null without a token or
+// when the scheduler refuses it.
 export async function tokenRole() {
   if (!getToken()) return null;
   try {
-    await post('/nodes/railyard-token-check.invalid/drain', {reason: 'token check'});
-    return 'admin';
-  } catch (e) {
-    if (e.status === 404 || e.status === 400) return 'admin';
-    if (e.status === 403) return 'user';
+    const me = await get('/whoami');
+    return me.role === 'admin' || me.role === 'user' ? me.role : null;
+  } catch {
     return null;
   }
 }

@@ -1,7 +1,7 @@
 // Live updates. One WebSocket to /api/v1/watch (PROTOCOL.md, last section) feeds 'job', 'node' and
-// 'metrics' messages to whichever view is mounted. When the socket cannot be opened (an older daemon,
-// a proxy that drops upgrades), the hub emits 'tick' every second instead and views re-read what they
-// show; it retries the socket every 10 s. Views subscribe on mount and unsubscribe on unmount.
+// 'metrics' messages to whichever view is mounted. When the socket cannot be opened (a proxy that drops
+// upgrades, a scheduler restarting), the hub emits 'tick' every second instead and views re-read what
+// they show; it retries the socket every 10 s. Views subscribe on mount and unsubscribe on unmount.
 
 import {getToken} from './api.js';
 

@@ -1,27 +1,23 @@
 // Job detail: placement (nodes, GPUs, leaves used vs the minimum, the API's cost-model estimate of a
 // 1 GiB allreduce over them), the quality curve from MLLOG (eval_accuracy vs wall time since run_start,
-// with the target line), throughput, time-to-train, events and the last log lines. The metrics, events
-// and logs routes are optional: a daemon without them shows "not available" for that part.
+// with the target line), throughput, time-to-train, events and the last log lines. A part whose route
+// fails (a logs read without a token, an agent that does not answer) shows "not available".
 
-import {get, getOptional, getToken, query} from '../api.js';
+import {get, getToken, query} from '../api.js';
 import {lineChart} from '../charts.js';
 import {arrayProgress, coalesce, debounce, dependsOn, fmtDuration, fmtTime, h, stateClass} from '../dom.js';
 import * as live from '../live.js';
 
-// Accepts the metrics route's {"samples": [{"key", "t", "data": {...MLLOG fields}}]}, the watch stream's
-// MLLOG events {"key", "t", "value", ...}, or {"events": [...]}.
-function samplesOf(res) {
-  if (!res) return [];
-  const list = Array.isArray(res) ? res : res.samples || res.events || res.metrics || [];
-  return list.map((e) => {
-    const d = e.data && typeof e.data === 'object' ? e.data : {};
-    return {key: e.key ?? d.key ?? e.name, t: Number(e.t ?? e.time ?? d.t), value: e.value ?? d.value,
-            unit: e.unit ?? d.unit, status: e.status ?? d.status};
-  });
-}
+// One MLLOG event as the agent reported it ({"key", "t", "value", "unit", "status", ...}): what the watch
+// stream's metrics messages carry in "events", and the metrics route in each sample's "data".
+const sampleOf = (e) => ({key: e.key, t: Number(e.t), value: e.value, unit: e.unit, status: e.status});
 
-function targetOf(job, metricsRes) {
-  const t = (metricsRes && !Array.isArray(metricsRes) && metricsRes.target) || (job.spec && job.spec.target);
+// GET /jobs/ID/metrics: {"job", "time_to_train_s", "samples": [{"alloc", "key", "t", "data": {...}}]}; the
+// sample's own key and time (a telemetry sample's data has neither).
+const routeSamples = (res) => (res ? res.samples.map((s) => ({...sampleOf(s.data), key: s.key, t: Number(s.t)})) : []);
+
+function targetOf(job) {
+  const t = job.spec && job.spec.target;
   return t && Number.isFinite(Number(t.value)) ? {metric: t.metric || 'eval_accuracy', value: Number(t.value)} : null;
 }
 
@@ -44,15 +40,8 @@ async function tailLog(id) {
   }
 }
 
-function logText(res) {
-  if (res === null || res === undefined) return null;
-  if (typeof res === 'string') return res;
-  if (typeof res.note === 'string') return null;
-  if (Array.isArray(res.lines)) return res.lines.map((l) => (typeof l === 'string' ? l : l.line ?? l.data ?? '')).join('\n');
-  if (typeof res.data === 'string') return res.data;
-  if (typeof res.text === 'string') return res.text;
-  return JSON.stringify(res);
-}
+// tailLog's answer: the text, or null when there is none (a {note} says why).
+const logText = (res) => (typeof res === 'string' ? res : null);
 
 // The API's cost-model estimate (GET /jobs/ID only) as one line, like `railyard show`.
 function estimateText(e) {
@@ -116,7 +105,7 @@ export function mount(root, {args}) {
   };
 
   const renderQuality = () => {
-    const target = targetOf(job, metricsRes);
+    const target = targetOf(job);
     const metric = target ? target.metric : 'eval_accuracy';
     const start = metrics.find((m) => m.key === 'run_start');
     const points = metrics.filter((m) => m.key === metric && Number.isFinite(Number(m.value)))
@@ -153,17 +142,13 @@ export function mount(root, {args}) {
     } else chart.update(data);
   };
 
+  // GET /jobs/ID/events: {"job", "events": [{"time", "time_ms", "actor", "what"}]}; null when it failed.
   const renderEvents = (res) => {
-    const list = res ? (Array.isArray(res) ? res : res.events || []) : null;
+    const list = res ? res.events : null;
     events.replaceChildren(h('h2', {text: 'Events'}), list === null ? h('p', {class: 'muted', text: 'events not available'})
-      : h('table', {class: 'events'}, list.slice(-200).map((e) => {
-        const t = e.time ?? e.t;
-        const rest = e.what !== undefined ? String(e.what)
-          : Object.entries(e).filter(([k]) => !['time', 't', 'actor'].includes(k))
-            .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join('  ');
-        return h('tr', {}, h('td', {class: 'nowrap', text: fmtTime(t)}), h('td', {class: 'muted', text: e.actor ?? ''}),
-                 h('td', {text: rest}));
-      })));
+      : h('table', {class: 'events'}, list.slice(-200).map((e) =>
+        h('tr', {}, h('td', {class: 'nowrap', text: fmtTime(e.time)}), h('td', {class: 'muted', text: e.actor}),
+          h('td', {text: e.what})))));
   };
 
   const renderLogs = (res) => {
@@ -179,14 +164,14 @@ export function mount(root, {args}) {
   const loadExtras = async () => {
     if (!job) return;
     const [m, ev, lg] = await Promise.all([
-      getOptional(`/jobs/${id}/metrics`).catch(() => null),
-      getOptional(`/jobs/${id}/events`).catch(() => null),
+      get(`/jobs/${id}/metrics`).catch(() => null),
+      get(`/jobs/${id}/events`).catch(() => null),
       job.start_time ? tailLog(id) : Promise.resolve(null),
     ]);
     if (stopped) return;
     if (m !== null) {
       metricsRes = m;
-      routeMetrics = samplesOf(m);
+      routeMetrics = routeSamples(m);
     }
     mergeMetrics();
     renderQuality();
@@ -219,7 +204,7 @@ export function mount(root, {args}) {
     }),
     live.on('metrics', (msg) => {
       if (Number(msg.job) !== id) return;
-      streamed.push(...samplesOf(msg.events || []));
+      streamed.push(...msg.events.map(sampleOf));
       if (metricsRes === null) metricsRes = {streamed: true};
       mergeMetrics();
       redrawQuality();

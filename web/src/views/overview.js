@@ -1,9 +1,9 @@
 // Overview: GPUs busy/free/down, jobs by state, queue wait, utilization over time. The utilization
 // series starts with the last hour the daemon derives from its job history (`/utilization`, read once
-// per mount; skipped on a daemon without it), then goes on with samples taken by this page, kept in
+// per mount; left out when that read fails), then goes on with samples taken by this page, kept in
 // sessionStorage for the tab.
 
-import {get, getOptional, parseMetrics, query} from '../api.js';
+import {get, parseMetrics, query} from '../api.js';
 import {lineChart} from '../charts.js';
 import {debounce, fmtDuration, h, now} from '../dom.js';
 import * as live from '../live.js';
@@ -21,8 +21,8 @@ async function history(samples) {
   const since = Math.floor(now()) - kHistorySeconds;
   const until = Math.floor(samples.length ? samples[0][0] : now());
   if (until - since < 10) return [];
-  const res = await getOptional('/utilization' + query({since, until, step: 10})).catch(() => null);
-  if (!res || !res.gpus || !Array.isArray(res.samples)) return [];
+  const res = await get('/utilization' + query({since, until, step: 10})).catch(() => null);
+  if (!res || !res.gpus) return [];
   // Idle steps before the first busy one are left out (the daemon may not have run then).
   const first = res.samples.findIndex(([, busy]) => busy > 0);
   return first < 0 ? [] : res.samples.slice(Math.max(0, first - 1)).map(([t, busy]) => [t, (100 * busy) / res.gpus]);

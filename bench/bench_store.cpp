@@ -1,0 +1,136 @@
+// What one commit of the scheduler's SQLite store costs: its time, and how many pages it appends to the
+// write-ahead log (the counter `wal_pages`). Every logged page is a write, and with synced durability
+// part of the fsync, that the scheduler's loop waits for, so a schema change that makes a submit or a start
+// touch more pages shows here. Figures in bench/RESULTS.md ("SQLite store: pages per commit").
+//
+//   submit: a new job and its "submitted" event (the jobs table, the events table, the events' index)
+//   start:  the job's new state, its run and a "started" event
+//
+// Each run is capped below SQLite's automatic checkpoint (1,000 frames), so the log only grows while it is
+// measured and its growth counts the pages.
+#include <benchmark/benchmark.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "scheduler/store/sqlite_store.hpp"
+
+namespace railyard::store {
+namespace {
+
+constexpr int kIterations = 100;  // 100 x (a submit and a start, at most 8 pages): below 1,000 frames
+
+JobRecord job(jobs::JobId id) {
+  JobRecord r;
+  r.id = id;
+  r.spec.user = "ada";
+  r.spec.project = "ada";
+  r.spec.gpus = 8;
+  r.submit_time = 1000 + id;
+  return r;
+}
+
+WriteBatch submit(jobs::JobId id) {
+  WriteBatch b;
+  b.inserts = {job(id)};
+  b.events.push_back({"job:" + std::to_string(id), 1000 + id, "ada", "submitted", (1000 + id) * 1000});
+  b.durability = Durability::kWritten;
+  return b;
+}
+
+WriteBatch start(jobs::JobId id) {
+  WriteBatch b;
+  JobRecord r = job(id);
+  r.state = jobs::JobState::kStarting;
+  r.attempt = 1;
+  r.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  r.nodes = {"dgx0001"};
+  r.start_time = 2000 + id;
+  b.updates = {r};
+  RunRecord run;
+  run.job = id;
+  run.attempt = 1;
+  run.nodes = r.nodes;
+  run.gpus = r.gpus;
+  run.start = 2000 + id;
+  b.runs.push_back(run);
+  b.events.push_back({"job:" + std::to_string(id), 2000 + id, "scheduler", "started", (2000 + id) * 1000});
+  b.durability = Durability::kWritten;
+  return b;
+}
+
+struct Db {
+  std::filesystem::path dir;
+  std::unique_ptr<SqliteStateStore> store;
+  Db() {
+    dir = std::filesystem::temp_directory_path() / ("railyard-bench-store-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    auto s = SqliteStateStore::open((dir / "b.db").string());
+    if (!s) {
+      std::cerr << s.error().message << "\n";
+      std::abort();
+    }
+    store = std::move(*s);
+  }
+  ~Db() {
+    store.reset();
+    std::filesystem::remove_all(dir);
+  }
+  // A log frame is a page and a 24-byte header.
+  uintmax_t frame_size() const {
+    sqlite3* db = nullptr;
+    sqlite3_stmt* st = nullptr;
+    sqlite3_open((dir / "b.db").c_str(), &db);
+    sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, nullptr);
+    const int page = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 4096;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return static_cast<uintmax_t>(page) + 24;
+  }
+  uintmax_t wal() const { return std::filesystem::file_size(dir / "b.db-wal"); }
+  void commit(const WriteBatch& b) {
+    if (auto s = store->commit(b); !s) {
+      std::cerr << s.error().message << "\n";
+      std::abort();
+    }
+  }
+};
+
+// kStart: each iteration starts a job that a submit (not measured) put in first.
+enum Kind { kSubmit, kStart };
+
+void commits(benchmark::State& state, Kind kind) {
+  Db db;
+  // The first commit of each kind also writes the schema's and new tables' first pages: not measured.
+  db.commit(submit(1));
+  db.commit(start(1));
+  jobs::JobId next = 2;
+  uintmax_t pages = 0;
+  for (auto _ : state) {
+    const jobs::JobId id = next++;
+    if (kind == kStart) {
+      state.PauseTiming();
+      db.commit(submit(id));
+      state.ResumeTiming();
+    }
+    const uintmax_t before = db.wal();
+    db.commit(kind == kSubmit ? submit(id) : start(id));
+    pages += db.wal() - before;
+  }
+  state.counters["wal_pages"] =
+      benchmark::Counter(static_cast<double>(pages) / static_cast<double>(db.frame_size()) / kIterations);
+}
+void BM_SubmitCommit(benchmark::State& state) { commits(state, kSubmit); }
+void BM_StartCommit(benchmark::State& state) { commits(state, kStart); }
+BENCHMARK(BM_SubmitCommit)->Iterations(kIterations);
+BENCHMARK(BM_StartCommit)->Iterations(kIterations);
+
+}  // namespace
+}  // namespace railyard::store
+
+BENCHMARK_MAIN();
