@@ -243,7 +243,11 @@ void run_up(const UpOptions& o) {
                             " s; see " + dir + "/scheduler-s*.log and " + dir + "/etcd-e*.log"));
       sleep_for_seconds(0.05);
     }
-    for (const auto& u : urls) url += (url.empty() ? "" : ",") + u;
+    // The leader first: the dashboard line below names it.
+    const std::string lead = urls[static_cast<size_t>(std::find(spids.begin(), spids.end(), spid) - spids.begin())];
+    url = lead;
+    for (const auto& u : urls)
+      if (u != lead) url += "," + u;
   }
   const std::string token = create_token(scheduler, db, local_user());
 
@@ -273,7 +277,7 @@ void run_up(const UpOptions& o) {
             << compress_hostlist(names) << "), scheduler pid " << spid << ", " << agents << " agent process(es)\n"
             << "railyard: state and logs in " << dir << "; stop with: railyard down"
             << (o.state_dir.empty() ? "" : " --state-dir " + dir) << "\n"
-            << "railyard: dashboard: " << url << "/\n";
+            << "railyard: dashboard: " << url.substr(0, url.find(',')) << "/\n";
   if (!o.no_config) std::cerr << "railyard: URL and token written to " << config_file_path() << "\n";
   std::cout << "export RAILYARD_URL=" << url << "\nexport RAILYARD_TOKEN=" << token << std::endl;
 }
