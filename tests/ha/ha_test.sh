@@ -10,6 +10,7 @@
 #   ha_test.sh cutoff     s1's etcd (its only member) is stopped with SIGSTOP: s1 exits (status 75) before its
 #                         lease can expire, s2 cannot lead meanwhile; after SIGCONT s2 leads and the job that
 #                         ran under s1 still runs.
+#   ha_test.sh etcd_restart  every etcd member restarts: a leader afterwards, no job lost, the job still runs.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -155,8 +156,32 @@ cutoff() {
   ha_log "PASS cutoff: s1 stopped in $stopped_ms ms; s2 leads epoch $e2; job $LONG kept running"
 }
 
+# Every etcd member restarts (SIGTERM, then started again on its data): whichever scheduler leads afterwards
+# (s1 if the restart was shorter than its margin, else s2) has every job, and the running job still runs.
+etcd_restart() {
+  start_pair
+  check_idempotent
+  local before; before=$(curl -sf "$(ha_url s1)/api/v1/jobs?limit=10000" | jq -c '[.jobs[].id]')
+  local i
+  for i in $(seq "${HA_ETCD_MEMBERS:-1}"); do kill -TERM "${HA_PID[etcd$i]}"; wait "${HA_PID[etcd$i]}" 2>/dev/null || true; done
+  ha_log "etcd stopped (SIGTERM)"
+  for i in $(seq "${HA_ETCD_MEMBERS:-1}"); do ha_run_etcd "$i" "$HA_ETCD_CLUSTER"; done
+  sleep "$HA_TTL"  # past the point where s1 would have stepped down had it lost its lease
+  local leader; leader=$(ha_wait_leader 30 s1 s2)
+  ha_log "etcd restarted; $leader leads"
+  ha_wait_nodes_up "$(ha_url "$leader")" 2 30
+  [ "$(curl -sf "$(ha_url "$leader")/api/v1/jobs?limit=10000" | jq -c '[.jobs[].id]')" = "$before" ] ||
+    ha_fail "jobs changed across the etcd restart"
+  ha_wait_state "$(ha_url "$leader")" "$LONG" RUNNING 5
+  [ "$(long_pids)" = "$PIDS_BEFORE" ] || ha_fail "job $LONG's processes changed"
+  local r; r=$(ha_submit "$(ha_url "$leader")" "$SHORT_SPEC")
+  [ "${r##* }" = 201 ] || ha_fail "no submit after the etcd restart: $r"
+  ha_log "PASS etcd_restart: $leader leads, nothing lost, job $LONG kept running"
+}
+
 case "${1:-}" in
   failover) failover ;;
   cutoff) cutoff ;;
-  *) echo "usage: $0 failover|cutoff" >&2; exit 2 ;;
+  etcd_restart) etcd_restart ;;
+  *) echo "usage: $0 failover|cutoff|etcd_restart" >&2; exit 2 ;;
 esac
