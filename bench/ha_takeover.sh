@@ -85,6 +85,7 @@ port=$(ha_free_port)
 HA_PID[sched-plain]=$!
 until grep -q "listening on" "$HA_DIR/plain.log"; do sleep 0.1; done
 load "$port" "without HA"
+load "$port" "without HA (keys)" RAILYARD_LOAD_KEYS=1
 kill -TERM "${HA_PID[sched-plain]}"; wait "${HA_PID[sched-plain]}" 2>/dev/null || true; unset "HA_PID[sched-plain]"
 rm -f "$HA_DIR"/railyard.db*
 HA_TOKEN=$("$RAILYARD_SCHEDULER" token create --db "$HA_DIR/railyard.db" --user bench --role admin 2>/dev/null | tail -1)

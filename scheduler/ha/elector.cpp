@@ -27,6 +27,17 @@ milliseconds request_timeout(const ElectorOptions& o) {
   return std::min(milliseconds(1000), std::max(milliseconds(100), o.margin / 2));
 }
 
+// The members registered under <prefix>/members/ (their values: {"name", "address", "since_ms"}).
+std::vector<MemberInfo> read_members(const std::vector<KeyValue>& list) {
+  std::vector<MemberInfo> members;
+  for (const auto& kv : list) {
+    auto j = json::parse(kv.value, nullptr, false);
+    if (j.is_object())
+      members.push_back({j.value("name", ""), j.value("address", ""), j.value("since_ms", int64_t{0})});
+  }
+  return members;
+}
+
 std::optional<LeaderInfo> parse_leader(const KeyValue& kv) {
   auto j = json::parse(kv.value, nullptr, false);
   if (!j.is_object()) return std::nullopt;
@@ -126,12 +137,7 @@ Result<int64_t> Elector::campaign() {
         spdlog::warn("ha: campaign: {}", r.error().message);
       }
       if (auto list = etcd.list(options_.prefix + "/members/")) {
-        std::vector<MemberInfo> members;
-        for (const auto& kv : *list) {
-          auto j = json::parse(kv.value, nullptr, false);
-          if (j.is_object())
-            members.push_back({j.value("name", ""), j.value("address", ""), j.value("since_ms", int64_t{0})});
-        }
+        auto members = read_members(*list);
         std::lock_guard lock(mutex_);
         members_ = std::move(members);
       }
@@ -184,12 +190,7 @@ void Elector::observe_loop() {
     if (kv && (!*kv || (*kv)->lease != lease_.load()))
       return lose(*kv ? "the leader key is held by another lease" : "the leader key is gone");
     if (auto list = etcd.list(options_.prefix + "/members/")) {
-      std::vector<MemberInfo> members;
-      for (const auto& m : *list) {
-        auto j = json::parse(m.value, nullptr, false);
-        if (j.is_object())
-          members.push_back({j.value("name", ""), j.value("address", ""), j.value("since_ms", int64_t{0})});
-      }
+      auto members = read_members(*list);
       std::lock_guard lock(mutex_);
       members_ = std::move(members);
     }
