@@ -17,7 +17,7 @@ source "$HERE/lib.sh"
 trap ha_cleanup EXIT
 ha_require
 
-LONG_SPEC='{"name":"long","nodes":2,"gpus_per_node":4,"launcher":"none","command":["sleep","3017"],"time_limit":600}'
+LONG_SPEC='{"name":"long","nodes":2,"gpus_per_node":4,"launcher":"none","command":["sleep","3017"],"time_limit":7200}'
 SHORT_SPEC='{"name":"short","gpus":1,"command":["true"],"time_limit":60}'
 
 # The pids of the long job's processes (sleep 3017), sorted.
