@@ -170,5 +170,18 @@ ha_wait_state() {
   ha_fail "job $2 not $3 at $1 within $4 s (state $(ha_job_state "$1" "$2" 2>/dev/null))"
 }
 
+# ha_wait_agent_epoch URL SECONDS: waits until the agent has registered with the leader at URL (it keeps the
+# epoch of the last leader that greeted it in <state-dir>/epoch); nodes that show "up" before that are only
+# the database's view, within the reconcile grace.
+ha_wait_agent_epoch() {
+  local want until=$((SECONDS + $2))
+  want=$(curl -sf -m 2 "$1/api/v1/leader" | jq .leader.epoch)
+  while [ $SECONDS -lt $until ]; do
+    [ "$(cat "$HA_DIR/agent/epoch" 2>/dev/null)" = "$want" ] && return 0
+    sleep 0.1
+  done
+  ha_fail "the agent did not register with the leader at $1 (epoch $want) within $2 s; it has $(cat "$HA_DIR/agent/epoch" 2>/dev/null)"
+}
+
 # Wall-clock milliseconds.
 ha_now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
