@@ -19,6 +19,7 @@
 #include <iostream>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "agent/session/session.hpp"
 #include "common/hostlist.hpp"
@@ -49,14 +50,21 @@ struct Flags {
 };
 
 // http(s)://HOST:PORT[/...] or ws(s)://... -> ws(s)://HOST:PORT/api/v1/agent, and the http(s):// base for
-// workers.
-bool scheduler_urls(const std::string& url, std::string& ws, std::string& http) {
-  auto parsed = net::parse_ws_url(url);
-  if (!parsed) return false;
-  const std::string tls = parsed->tls ? "s" : "";
-  ws = "ws" + tls + "://" + parsed->host + ":" + parsed->port + "/api/v1/agent";
-  http = "http" + tls + "://" + parsed->host + ":" + parsed->port;
-  return true;
+// workers. A comma-separated list (high availability: every scheduler of the cluster) gives one ws URL each
+// and the http bases joined by commas (RAILYARD_URL for workers; railyard-agent-exec tries each).
+bool scheduler_urls(const std::string& urls, std::vector<std::string>& ws, std::string& http) {
+  for (size_t start = 0; start <= urls.size();) {
+    const size_t comma = std::min(urls.find(',', start), urls.size());
+    const std::string url = urls.substr(start, comma - start);
+    start = comma + 1;
+    if (url.empty()) continue;
+    auto parsed = net::parse_ws_url(url);
+    if (!parsed) return false;
+    const std::string tls = parsed->tls ? "s" : "";
+    ws.push_back("ws" + tls + "://" + parsed->host + ":" + parsed->port + "/api/v1/agent");
+    http += (http.empty() ? "" : ",") + ("http" + tls + "://" + parsed->host + ":" + parsed->port);
+  }
+  return !ws.empty();
 }
 
 std::string read_secret(const std::string& path) {
@@ -75,13 +83,17 @@ std::string hostname() {
 }
 
 // Reconnects with exponential backoff (0.5 s doubling to the cap, each wait drawn in [delay/2, delay]).
+// With several URLs (high availability) each reconnect tries the next one, and the delay grows only after a
+// whole round failed; a scheduler that is not the leader refuses the upgrade, or (a deposed leader) is
+// refused by the session for its old epoch, and the next one is tried.
 class Connection {
  public:
-  Connection(boost::asio::io_context& io, agent::Session& session, std::string url, duration<double> cap,
-             const std::string& ca_file)
+  Connection(boost::asio::io_context& io, agent::Session& session, std::vector<std::string> urls,
+             duration<double> cap, const std::string& ca_file)
       : io_(io),
         session_(session),
-        url_(std::move(url)),
+        urls_(std::move(urls)),
+        url_(urls_.front()),
         cap_(cap),
         ws_(io, net::WsClientOptions{.ca_file = ca_file}),
         timer_(io),
@@ -93,6 +105,11 @@ class Connection {
     ws_.on_message([this](std::string text) {
       const bool was = session_.registered();
       session_.receive(text);
+      if (session_.stale_leader()) {
+        spdlog::warn("{} leads an old epoch (a deposed scheduler); trying another", url_);
+        ws_.close();
+        return;
+      }
       if (!was && session_.registered()) {
         spdlog::info("registered; heartbeat every {} ms", session_.heartbeat_interval().count());
         delay_ = kFirstDelay;
@@ -103,8 +120,10 @@ class Connection {
       if (stopping_) return;
       std::uniform_real_distribution<double> jitter(0.5, 1.0);
       const auto wait = duration_cast<milliseconds>(delay_ * jitter(rng_));
-      spdlog::warn("disconnected ({}); reconnecting in {} ms", reason, wait.count());
-      delay_ = std::min<duration<double>>(delay_ * 2, cap_);
+      next_ = (next_ + 1) % urls_.size();
+      url_ = urls_[next_];
+      spdlog::warn("disconnected ({}); reconnecting to {} in {} ms", reason, url_, wait.count());
+      if (next_ == 0) delay_ = std::min<duration<double>>(delay_ * 2, cap_);
       timer_.expires_after(wait);
       timer_.async_wait([this](boost::system::error_code ec) {
         if (!ec && !stopping_) ws_.connect(url_);
@@ -122,7 +141,9 @@ class Connection {
   static constexpr duration<double> kFirstDelay{0.5};
   boost::asio::io_context& io_;
   agent::Session& session_;
+  std::vector<std::string> urls_;
   std::string url_;
+  size_t next_ = 0;
   duration<double> cap_;
   net::WsClient ws_;
   boost::asio::steady_timer timer_;
@@ -142,9 +163,9 @@ void tick_every(boost::asio::steady_timer& timer, agent::Session& session) {
 
 int run(const Flags& f) {
   agent::SessionOptions o;
-  std::string ws_url;
+  std::vector<std::string> ws_url;
   if (!scheduler_urls(f.scheduler, ws_url, o.scheduler_url))
-    throw std::runtime_error("bad --scheduler URL '" + f.scheduler + "' (http(s)://HOST:PORT)");
+    throw std::runtime_error("bad --scheduler URL '" + f.scheduler + "' (http(s)://HOST:PORT[,...])");
   if (!f.ca_file.empty()) o.ca_file = std::filesystem::absolute(f.ca_file).string();  // workers cd elsewhere
   o.secret = read_secret(f.secret_file);
   o.nodes = f.node;
@@ -200,7 +221,8 @@ int run(const Flags& f) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"railyard-agent: runs jobs on this node (or on emulated nodes) for railyard-scheduler"};
-  app.add_option("--scheduler", f.scheduler, "scheduler URL, http(s)://HOST:PORT")->capture_default_str();
+  app.add_option("--scheduler", f.scheduler,
+                 "scheduler URL, http(s)://HOST:PORT; with high availability every scheduler's, comma-separated")->capture_default_str();
   app.add_option("--ca-file", f.ca_file,
                  "PEM CA bundle to verify an https:// scheduler (default: the system's trust store); "
                  "given to workers as RAILYARD_CA_FILE")

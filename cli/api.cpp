@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
+#include <random>
+#include <thread>
 
 #include "cli/cli_util.hpp"
 #include "common/net/http_client.hpp"
@@ -128,32 +131,112 @@ Error api_error(int status, const std::string& body, const std::string& method, 
 
 Api::Api(const ServerOptions& options) {
   const ConfigValues file = read_config_file(config_file_path());
-  url_ = !options.url.empty() ? options.url : !env_or_empty("RAILYARD_URL").empty() ? env_or_empty("RAILYARD_URL")
-                                          : !file.url.empty()                        ? file.url
-                                                                                      : kDefaultUrl;
+  const std::string url = !options.url.empty()                    ? options.url
+                          : !env_or_empty("RAILYARD_URL").empty() ? env_or_empty("RAILYARD_URL")
+                          : !file.url.empty()                     ? file.url
+                                                                  : kDefaultUrl;
   token_ = !options.token.empty()                    ? options.token
            : !env_or_empty("RAILYARD_TOKEN").empty() ? env_or_empty("RAILYARD_TOKEN")
                                                      : file.token;
-  const std::string ca_file = !options.ca_file.empty()                    ? options.ca_file
-                              : !env_or_empty("RAILYARD_CA_FILE").empty() ? env_or_empty("RAILYARD_CA_FILE")
-                                                                          : file.ca_file;
-  auto parsed = net::parse_http_url(url_);
-  if (!parsed) fail(parsed.error());
-  const auto timeout = std::chrono::milliseconds(static_cast<long>(options.timeout_s * 1000));
-  http_ = std::make_unique<net::HttpClient>(url_, std::move(parsed).value(), timeout, ca_file);
+  ca_file_ = !options.ca_file.empty()                    ? options.ca_file
+             : !env_or_empty("RAILYARD_CA_FILE").empty() ? env_or_empty("RAILYARD_CA_FILE")
+                                                         : file.ca_file;
+  for (size_t start = 0; start <= url.size();) {
+    const size_t comma = std::min(url.find(',', start), url.size());
+    std::string one = trim(url.substr(start, comma - start));
+    start = comma + 1;
+    if (one.empty()) continue;
+    if (auto parsed = net::parse_http_url(one); !parsed) fail(parsed.error());
+    urls_.push_back(std::move(one));
+  }
+  if (urls_.empty()) fail(invalid("--url " + url + ": no URL"));
+  http_.resize(urls_.size());
+  timeout_ = std::chrono::milliseconds(static_cast<long>(options.timeout_s * 1000));
 }
 
 Api::~Api() = default;
 
-Result<nlohmann::json> Api::call(const std::string& method, const std::string& target, const nlohmann::json& body) {
-  const std::string path = "/api/v1" + target;
-  auto reply = http_->request(method, path, body.is_null() ? "" : body.dump(), token_);
-  if (!reply) return reply.error();
-  if (reply->status < 200 || reply->status >= 300) return api_error(reply->status, reply->body, method, path);
-  if (reply->body.empty()) return nlohmann::json::object();
-  auto j = nlohmann::json::parse(reply->body, nullptr, false);
+net::HttpClient& Api::client(size_t index) {
+  if (index >= http_.size()) http_.resize(index + 1);
+  if (!http_[index]) {
+    auto parsed = net::parse_http_url(urls_[index]);
+    if (!parsed) fail(parsed.error());
+    http_[index] = std::make_unique<net::HttpClient>(urls_[index], std::move(parsed).value(), timeout_, ca_file_);
+  }
+  return *http_[index];
+}
+
+Result<nlohmann::json> Api::answer(const std::string& method, const std::string& path, int status,
+                                   const std::string& body) {
+  if (status < 200 || status >= 300) return api_error(status, body, method, path);
+  if (body.empty()) return nlohmann::json::object();
+  auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded()) return internal_error("the scheduler answered " + path + " with malformed JSON");
   return j;
+}
+
+Result<nlohmann::json> Api::call_at(size_t index, const std::string& method, const std::string& target) {
+  const std::string path = "/api/v1" + target;
+  auto reply = client(index).request(method, path, "", token_);
+  if (!reply) return reply.error();
+  return answer(method, path, reply->status, reply->body);
+}
+
+namespace {
+
+std::string random_key() {
+  std::random_device rd;
+  std::string out;
+  static const char* kHex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) out += kHex[rd() & 15];
+  return out;
+}
+
+// The leader a standby names in its 503 ({"error": {...}, "leader": {"address": ...}}), or "".
+std::string leader_hint(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("leader") || !j["leader"].is_object()) return "";
+  return j["leader"].value("address", "");
+}
+
+}  // namespace
+
+Result<nlohmann::json> Api::call(const std::string& method, const std::string& target, const nlohmann::json& body) {
+  std::string path = "/api/v1" + target;
+  const bool submit = method == "POST" && (target == "/jobs" || target == "/jobs:batch");
+  if (submit) path += "?idempotency_key=" + random_key();
+  const bool repeatable = method == "GET" || submit;
+  const std::string text = body.is_null() ? "" : body.dump();
+  const auto until = std::chrono::steady_clock::now() + timeout_;
+  for (int tries = 1;; ++tries) {
+    auto reply = client(current_).request(method, path, text, token_);
+    std::string hint;
+    if (reply) {
+      const bool not_leader = reply->status == 503 && reply->body.find("\"leader\"") != std::string::npos;
+      if (!not_leader) return answer(method, path, reply->status, reply->body);
+      hint = leader_hint(reply->body);
+    } else if (urls_.size() == 1 || !repeatable) {
+      return reply.error();
+    }
+    if (std::chrono::steady_clock::now() >= until)
+      return reply ? Error{ErrorCode::kUnavailable, "no scheduler of " + std::to_string(urls_.size()) +
+                                                        " leads (last: " + urls_[current_] + ")"}
+                   : reply.error();
+    // Follow the hint when it is one of ours (or add it), else try the next URL; pause after a round.
+    size_t next = (current_ + 1) % urls_.size();
+    if (!hint.empty()) {
+      auto it = std::find(urls_.begin(), urls_.end(), hint);
+      if (it == urls_.end()) {
+        urls_.push_back(hint);
+        it = urls_.end() - 1;
+      }
+      next = static_cast<size_t>(it - urls_.begin());
+      if (next == current_) next = (current_ + 1) % urls_.size();  // it names itself: not ready yet
+    }
+    if (hint.empty() || tries % static_cast<int>(urls_.size()) == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    current_ = next;
+  }
 }
 
 nlohmann::json Api::get(const std::string& target) {

@@ -11,7 +11,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -52,13 +54,23 @@ Status write_config_file(const std::string& path, const ConfigValues& values);
 // saying this scheduler does not serve it.
 Error api_error(int status, const std::string& body, const std::string& method, const std::string& target);
 
+// High availability (issue 30): the URL may be a comma-separated list of every scheduler of the cluster.
+// A request goes to the last one that answered as the leader; a standby's 503 that names the leader sends
+// it there, and an unreachable scheduler to the next one, until the timeout. A request is repeated
+// elsewhere only when repeating it is safe: reads, and submits, which carry an idempotency key (the query
+// parameter idempotency_key, random per call) so that a retried submit gets the ids of the first.
 class Api {
  public:
   // Resolves the URL and token; a malformed URL fails the command (exit 2).
   explicit Api(const ServerOptions& options);
   ~Api();
 
-  const std::string& url() const { return url_; }
+  // The scheduler answering now (the first URL until another answered).
+  const std::string& url() const { return urls_[current_]; }
+  const std::vector<std::string>& urls() const { return urls_; }
+  // One request to one scheduler of the list, without following the leader: GET /api/v1/leader and
+  // `railyard cluster status`.
+  Result<nlohmann::json> call_at(size_t index, const std::string& method, const std::string& target);
   const std::string& token() const { return token_; }
   bool has_token() const { return !token_.empty(); }
 
@@ -72,9 +84,16 @@ class Api {
   void require_token() const;
 
  private:
-  std::string url_;
+  net::HttpClient& client(size_t index);
+  Result<nlohmann::json> answer(const std::string& method, const std::string& path, int status,
+                                const std::string& body);
+
+  std::vector<std::string> urls_;
+  size_t current_ = 0;
   std::string token_;
-  std::unique_ptr<net::HttpClient> http_;
+  std::string ca_file_;
+  std::chrono::milliseconds timeout_{30000};
+  std::vector<std::unique_ptr<net::HttpClient>> http_;  // one per URL, made on first use
 };
 
 // Percent-encodes a query parameter value.

@@ -5,7 +5,8 @@
 //        every started process is appended to DIR/pids at once ("PID<TAB>ROLE<TAB>CMDLINE"), so `down`
 //        can clean up after a failed `up` too.
 //   down: for each line, signal the pid only if /proc/PID/cmdline still equals the recorded command line
-//        (a recycled pid is left alone); agents first, then the scheduler; SIGTERM, SIGKILL after a grace.
+//        (a recycled pid is left alone); agents first, then the scheduler(s), then etcd (up --ha); SIGTERM,
+//        SIGKILL after a grace.
 #include "cli/local_cluster.hpp"
 
 #include <fcntl.h>
@@ -205,16 +206,17 @@ pid_t start_process(const std::string& pid_file, const std::string& role, const 
 
 int stop_recorded(const std::string& pid_file, double grace_s, bool verbose) {
   const auto all = read_pids(pid_file);
-  std::vector<Started> agents, others;
+  std::vector<Started> agents, others, etcd;
   for (const auto& p : all) {
     if (!still_ours(p)) {
       if (verbose && proc_cmdline(p.pid) != "")
         std::cerr << "railyard: pid " << p.pid << " is no longer the " << p.role << " we started; left alone\n";
       continue;
     }
-    (p.role == "scheduler" ? others : agents).push_back(p);
+    (p.role == "scheduler" ? others : p.role == "etcd" ? etcd : agents).push_back(p);
   }
-  const int n = stop_processes(agents, grace_s) + stop_processes(others, grace_s);
+  // etcd last (up --ha): schedulers that stop while it runs hand their lease back.
+  const int n = stop_processes(agents, grace_s) + stop_processes(others, grace_s) + stop_processes(etcd, grace_s);
   std::error_code ec;
   fs::remove(pid_file, ec);
   return n;

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -179,7 +182,87 @@ Exit codes: 0 ok, 1 failure, 2 bad arguments or no database, 3 railyard-schedule
 
 }  // namespace
 
+// --- cluster status (high availability) ------------------------------------------------------------
+
+struct ClusterStatusOptions {
+  ServerOptions server;
+  bool json = false;
+};
+
+std::string format_utc_ms(int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+// Asks every scheduler of the URL list for GET /api/v1/leader: who leads, since when, with which epoch, and
+// how each scheduler answers.
+void run_cluster_status(const ClusterStatusOptions& o) {
+  Api api(o.server);
+  Json answers = Json::array();
+  Json leader = nullptr;
+  for (size_t i = 0; i < api.urls().size(); ++i) {
+    auto r = api.call_at(i, "GET", "/leader");
+    Json a = {{"url", api.urls()[i]}};
+    if (r) {
+      a["answer"] = *r;
+      if (leader.is_null() && r->contains("leader") && !(*r)["leader"].is_null()) leader = (*r)["leader"];
+    } else {
+      a["error"] = r.error().message;
+    }
+    answers.push_back(std::move(a));
+  }
+  if (o.json) {
+    std::cout << Json{{"leader", leader}, {"schedulers", answers}}.dump(2) << std::endl;
+    return;
+  }
+  if (leader.is_null()) {
+    std::cout << "leader: none answered (no scheduler with --ha-etcd reachable, or no leader elected yet)\n";
+  } else {
+    const int64_t since = leader.value("since_ms", int64_t{0});
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    std::cout << "leader: " << leader.value("name", "") << " at " << leader.value("address", "") << ", epoch "
+              << leader.value("epoch", int64_t{0}) << ", since " << format_utc_ms(since) << " ("
+              << format_seconds(static_cast<double>(now - since) / 1000.0) << ")\n";
+  }
+  std::printf("%-16s %-28s %-9s %s\n", "SCHEDULER", "URL", "ROLE", "STATE");
+  for (const auto& a : answers) {
+    if (a.contains("error")) {
+      std::printf("%-16s %-28s %-9s %s\n", "-", a["url"].get<std::string>().c_str(), "-",
+                  ("unreachable: " + a["error"].get<std::string>()).c_str());
+      continue;
+    }
+    const Json& self = a["answer"].value("self", Json::object());
+    std::printf("%-16s %-28s %-9s %s\n", self.value("name", "?").c_str(), a["url"].get<std::string>().c_str(),
+                self.value("role", "?").c_str(), "up");
+  }
+  std::fflush(stdout);
+  if (leader.is_null()) fail({ErrorCode::kUnavailable, "no leader"});
+}
+
+void add_cluster_command(CLI::App& app) {
+  auto o = std::make_shared<ClusterStatusOptions>();
+  auto* cluster = app.add_subcommand("cluster", "The schedulers of a high-availability cluster");
+  cluster->require_subcommand(1);
+  auto* cmd = cluster->add_subcommand("status", "Which scheduler leads, since when, its epoch; the standbys");
+  cmd->add_flag("--json", o->json, "{\"leader\": {...}, \"schedulers\": [{\"url\", \"answer\" | \"error\"}]}");
+  add_server_options(*cmd, o->server);
+  cmd->footer(R"(Asks every URL of --url / RAILYARD_URL (comma-separated) for GET /api/v1/leader.
+
+Examples:
+  RAILYARD_URL=http://127.0.0.1:8601,http://127.0.0.1:8602,http://127.0.0.1:8603 railyard cluster status
+
+Exit codes: 0 a leader answered, 1 none did.)");
+  cmd->callback([o] { run_cluster_status(*o); });
+}
+
 void add_node_commands(CLI::App& app) {
+  add_cluster_command(app);
   add_nodes_command(app);
   add_node_action(app, "drain", "drain", "Stop placing jobs on nodes (running jobs stay)",
                   "railyard drain 'dgx[001-004]' --reason 'bad fan'");

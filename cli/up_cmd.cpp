@@ -1,11 +1,15 @@
 // `railyard up` / `railyard down`: see local_cluster.cpp for the flow.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -41,7 +45,50 @@ struct UpOptions {
   bool no_agents = false;
   bool no_config = false;
   std::vector<std::string> scheduler_args;  // appended to railyard-scheduler's command line
+  int ha = 0;  // high availability: this many etcd members and schedulers (0: one scheduler, no etcd)
 };
+
+// A TCP port of 127.0.0.1 free now (bound to port 0 and released).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  if (port == 0) fail(internal_error("no free port on 127.0.0.1"));
+  return port;
+}
+
+// `up --ha N`: N etcd members on loopback (data under DIR/etcd), recorded with role "etcd" so that `down`
+// stops them last. Returns their client URLs, comma-separated.
+std::string start_etcd_members(const std::string& dir, const std::string& pids, int n) {
+  const std::string etcd = find_program("etcd");
+  if (etcd.empty()) fail({ErrorCode::kNotFound, "etcd not found (deploy/bootstrap.sh installs etcd-server)"});
+  std::vector<int> client, peer;
+  std::string cluster, urls;
+  for (int i = 1; i <= n; ++i) {
+    client.push_back(free_port());
+    peer.push_back(free_port());
+    cluster += (i > 1 ? "," : "") + ("e" + std::to_string(i) + "=http://127.0.0.1:" + std::to_string(peer.back()));
+    urls += (i > 1 ? "," : "") + ("http://127.0.0.1:" + std::to_string(client.back()));
+  }
+  for (int i = 1; i <= n; ++i) {
+    const std::string name = "e" + std::to_string(i);
+    const std::string c = "http://127.0.0.1:" + std::to_string(client[i - 1]);
+    const std::string p = "http://127.0.0.1:" + std::to_string(peer[i - 1]);
+    local::start_process(pids, "etcd",
+                         {etcd, "--name", name, "--data-dir", dir + "/etcd/" + name, "--listen-client-urls", c,
+                          "--advertise-client-urls", c, "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
+                          "--initial-cluster", cluster, "--initial-cluster-state", "new"},
+                         dir + "/etcd-" + name + ".log");
+  }
+  return urls;
+}
 
 std::string random_secret() {
   std::ifstream in("/dev/urandom", std::ios::binary);
@@ -156,16 +203,52 @@ void run_up(const UpOptions& o) {
   const std::string secret_file = dir + "/secret";
   write_private_file(secret_file, random_secret() + "\n");
 
-  const std::string log = dir + "/scheduler.log";
   const std::string db = dir + "/railyard.db";
-  std::vector<std::string> sargv{scheduler, "--listen", "127.0.0.1:" + std::to_string(o.port), "--db", db,
-                                 "--cluster", cluster_file};
-  if (!o.no_agents) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
-  if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
-  sargv.insert(sargv.end(), o.scheduler_args.begin(), o.scheduler_args.end());
-  const int spid = local::start_process(pids, "scheduler", sargv, log);
-  const int port = wait_for_listen(spid, log, o.timeout_s);
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  // With --ha N: N schedulers on ports PORT .. PORT+N-1 (free ones with --port 0) share the database (the
+  // shared-storage model: only the leader opens it) and elect their leader through N etcd members.
+  const std::string etcd_urls = o.ha > 0 ? start_etcd_members(dir, pids, o.ha) : "";
+  const int schedulers = std::max(1, o.ha);
+  std::vector<int> spids;
+  std::vector<std::string> logs, urls;
+  for (int i = 1; i <= schedulers; ++i) {
+    const int port = o.ha == 0 ? o.port : o.port == 0 ? free_port() : o.port + i - 1;
+    const std::string log = o.ha == 0 ? dir + "/scheduler.log" : dir + "/scheduler-s" + std::to_string(i) + ".log";
+    std::vector<std::string> sargv{scheduler, "--listen", "127.0.0.1:" + std::to_string(port), "--db", db,
+                                   "--cluster", cluster_file};
+    if (!o.no_agents) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
+    if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
+    if (o.ha > 0) {
+      sargv.insert(sargv.end(), {"--ha-etcd", etcd_urls, "--ha-name", "s" + std::to_string(i)});
+      fs::remove(log, ec);  // the leader is found by its "listening on" line: none from an earlier run
+    }
+    sargv.insert(sargv.end(), o.scheduler_args.begin(), o.scheduler_args.end());
+    spids.push_back(local::start_process(pids, "scheduler", sargv, log));
+    logs.push_back(log);
+    urls.push_back("http://127.0.0.1:" + std::to_string(port));
+  }
+  int spid = spids.front();
+  std::string url;
+  if (o.ha == 0) {
+    url = "http://127.0.0.1:" + std::to_string(wait_for_listen(spid, logs.front(), o.timeout_s));
+  } else {
+    // The leader is the one that prints "listening on" (standbys print "standby on").
+    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
+    for (size_t i = 0;; i = (i + 1) % spids.size()) {
+      if (tail_of(logs[i]).find("listening on ") != std::string::npos) {
+        spid = spids[i];
+        break;
+      }
+      if (Clock::now() >= deadline)
+        fail(internal_error("no scheduler was elected leader within " + std::to_string(int(o.timeout_s)) +
+                            " s; see " + dir + "/scheduler-s*.log and " + dir + "/etcd-e*.log"));
+      sleep_for_seconds(0.05);
+    }
+    // The leader first: the dashboard line below names it.
+    const std::string lead = urls[static_cast<size_t>(std::find(spids.begin(), spids.end(), spid) - spids.begin())];
+    url = lead;
+    for (const auto& u : urls)
+      if (u != lead) url += "," + u;
+  }
   const std::string token = create_token(scheduler, db, local_user());
 
   std::vector<std::string> names;
@@ -194,7 +277,7 @@ void run_up(const UpOptions& o) {
             << compress_hostlist(names) << "), scheduler pid " << spid << ", " << agents << " agent process(es)\n"
             << "railyard: state and logs in " << dir << "; stop with: railyard down"
             << (o.state_dir.empty() ? "" : " --state-dir " + dir) << "\n"
-            << "railyard: dashboard: " << url << "/\n";
+            << "railyard: dashboard: " << url.substr(0, url.find(',')) << "/\n";
   if (!o.no_config) std::cerr << "railyard: URL and token written to " << config_file_path() << "\n";
   std::cout << "export RAILYARD_URL=" << url << "\nexport RAILYARD_TOKEN=" << token << std::endl;
 }
@@ -216,6 +299,10 @@ void add_up_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-agents", o->no_agents, "Start the scheduler only");
   cmd->add_flag("--no-config", o->no_config, "Do not write the URL and token to the CLI config file");
+  cmd->add_option("--ha", o->ha,
+                  "High availability: N etcd members and N schedulers (ports --port ..) sharing the database; "
+                  "one leads, the others take over when it dies (`railyard cluster status`)")
+      ->check(CLI::Range(1, 7));
   cmd->add_option("--scheduler-arg", o->scheduler_args,
                   "An argument for railyard-scheduler, e.g. --scheduler-arg=--compact-wait=0 (repeatable)")
       ->allow_extra_args(false);
@@ -226,6 +313,7 @@ void add_up_command(CLI::App& app) {
 Examples:
   railyard up --nodes 4 --profile dgx-h100
   eval "$(railyard up --nodes 128 --emulate-nodes 64 --port 0 --state-dir /tmp/ry)"
+  railyard up --ha 3      (3 etcd members, schedulers on 8600-8602; RAILYARD_URL lists all three)
 
 Exit codes: 0 up, 1 failure (a program exited, nodes did not come up: see the logs named), 2 bad arguments
 or already running, 3 railyard-scheduler or railyard-agent not found.)txt");

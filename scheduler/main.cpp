@@ -4,12 +4,14 @@
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
 //                      [--tls-cert PEM --tls-key PEM]
+//                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin]
 //
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
 // scheduling loop; the Router (api/router) maps requests onto the Service; WebSocket upgrades go to the
 // AgentHub (/api/v1/agent) and the WatchHub (/api/v1/watch).
 #include <algorithm>
+#include <atomic>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
@@ -28,6 +31,9 @@
 #include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
 #include "scheduler/daemon/service.hpp"
+#include "scheduler/ha/elector.hpp"
+#include "scheduler/ha/etcd.hpp"
+#include "scheduler/ha/standby.hpp"
 #include "scheduler/queue/priority.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "topology/io_json.hpp"
@@ -99,15 +105,88 @@ void tick_every_second(api::HttpServer& server, daemon::AgentHub& hub) {
   });
 }
 
+// Exit status of a leader that stopped leading (high availability): a supervisor restarts it as a standby.
+constexpr int kExitDeposed = 75;
+
+// A leader that lost its lease, or found a newer epoch in the database, ends at once: no pass, no order to an
+// agent and no write can follow (agents keep their workers running; the next leader reconciles).
+[[noreturn]] void step_down(const std::string& why) {
+  spdlog::critical("ha: no longer the leader ({}); exiting so that nothing more is done under this epoch", why);
+  spdlog::default_logger()->flush();
+  std::_Exit(kExitDeposed);
+}
+
+// Serves as a standby (ha/standby.hpp) on the daemon's address until the elector wins: the epoch; an error
+// when stopped (SIGINT/SIGTERM) first. The standby's listener is closed before the leader's opens.
+Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddress& listen,
+                                 const daemon::DaemonConfig& config) {
+  api::HttpServer server;
+  server.set_handler([&elector](api::HttpRequest&& req, api::Reply reply) {
+    if (auto r = ha::ha_route(req, elector)) return reply(std::move(*r));
+    reply(ha::standby_answer(req, elector));
+  });
+  if (!config.tls_cert.empty())
+    if (auto s = server.enable_tls(config.tls_cert, config.tls_key); !s) return s.error();
+  auto port = server.listen(listen.host, listen.port);
+  if (!port) return port.error();
+  std::cout << "standby on " << listen.host << ":" << *port << std::endl;
+  Result<int64_t> won = Error{ErrorCode::kUnavailable, "stopped"};
+  std::atomic<bool> done{false};
+  std::thread campaign([&] {
+    won = elector.campaign();
+    done = true;
+    server.post([&server] { server.stop(); });
+  });
+  server.run();
+  // Stopped by a signal while campaigning: end the campaign. Once it has won, the elector must go on (its
+  // keepalive and watchdog keep the lease and stop a leader that loses it).
+  const bool stopped = !done.load();
+  if (stopped) elector.stop();
+  campaign.join();
+  if (stopped) return Error{ErrorCode::kUnavailable, "stopped"};  // a win just now is handed back (~Elector)
+  return won;
+}
+
 int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   auto listen = daemon::parse_listen(config.listen);
   if (!listen) return fail(listen.error().message, 2);
   auto cluster = daemon::load_cluster(config);
   if (!cluster) return fail(cluster.error().message, 2);
+  std::unique_ptr<ha::Elector> elector;
+  int64_t epoch = 0;
+  if (!config.ha_etcd.empty()) {
+    if (listen->port == 0) return fail("--ha-etcd needs a fixed --listen port (clients and agents list it)", 2);
+    ha::ElectorOptions eo;
+    eo.endpoints = ha::split_endpoints(config.ha_etcd);
+    eo.name = config.ha_name.empty() ? listen->host + ":" + std::to_string(listen->port) : config.ha_name;
+    eo.address = !config.ha_advertise.empty()
+                     ? config.ha_advertise
+                     : std::string(config.tls_cert.empty() ? "http://" : "https://") + listen->host + ":" +
+                           std::to_string(listen->port);
+    eo.ttl_s = config.ha_ttl_s;
+    eo.margin = std::chrono::milliseconds(std::max(500, config.ha_ttl_s * 300));  // 1.5 s for the default 5 s
+    spdlog::info("ha: {} at {}, etcd {}, lease TTL {} s", eo.name, eo.address, config.ha_etcd, eo.ttl_s);
+    elector = std::make_unique<ha::Elector>(eo, step_down);
+    auto won = serve_as_standby(*elector, *listen, config);
+    if (!won) {
+      if (won.error().message == "stopped") return 0;
+      return fail(won.error().message);
+    }
+    epoch = *won;
+  }
+  // With HA only the epoch holder gets here: it opens the shared database, fences it with its epoch (a
+  // database claimed by a newer one refuses it), and reconciles with the agents as a restart does.
   auto st = store::SqliteStateStore::open(config.db);
   if (!st) return fail(st.error().message);
   auto submit_st = store::SqliteStateStore::open(config.db);  // submits commit on their own connection
   if (!submit_st) return fail(submit_st.error().message);
+  if (epoch > 0) {
+    if (auto s = (*st)->fence(epoch, true); !s) step_down(s.error().message);
+    if (auto s = (*submit_st)->fence(epoch, false); !s) step_down(s.error().message);
+    (*st)->set_on_fenced(step_down);
+    (*submit_st)->set_on_fenced(step_down);
+    spdlog::info("ha: leading with epoch {}; database {} claimed", epoch, config.db);
+  }
   spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster->name(), cluster->node_count(),
                cluster->gpu_count(), config.db, (*st)->schema_version());
 
@@ -146,6 +225,7 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   hub_options.reconcile_grace_s =
       config.reconcile_grace_s >= 0 ? config.reconcile_grace_s : config.heartbeat_timeout_s;
   hub_options.launch_timeout_s = config.launch_timeout_s;
+  hub_options.epoch = epoch;
   daemon::AgentHub hub(service, hub_options);
   hub.start();
   api::WatchHub watch(service, config.private_reads);
@@ -159,8 +239,11 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   api::Router router(
       service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster), web_root});
   router.set_agent_hub(&hub);
-  server.set_handler(
-      [&router](api::HttpRequest&& req, api::Reply reply) { router.handle(std::move(req), reply); });
+  server.set_handler([&router, leading = elector.get()](api::HttpRequest&& req, api::Reply reply) {
+    if (leading)
+      if (auto r = ha::ha_route(req, *leading)) return reply(std::move(*r));
+    router.handle(std::move(req), reply);
+  });
   server.set_ws_acceptor([&hub, &watch](const api::HttpRequest& req,
                                         std::shared_ptr<api::WsPeer> ws) -> std::optional<api::WsHandlers> {
     const std::string path = req.target.substr(0, req.target.find('?'));
@@ -235,6 +318,17 @@ int main(int argc, char** argv) {
          "log: a killed scheduler loses none, a crash of the machine can lose the last ~20 ms; fsynced "
          "within 20 ms)")
       ->check(CLI::IsMember({"synced", "written"}));
+  app.add_option("--ha-etcd", config.ha_etcd,
+                 "high availability: etcd client URLs, comma-separated; the schedulers that share them elect a "
+                 "leader, the others stand by (they answer /healthz and GET /api/v1/leader only) and take over "
+                 "the shared --db when it fails");
+  app.add_option("--ha-name", config.ha_name, "this scheduler's name among them (default: the --listen address)");
+  app.add_option("--ha-advertise", config.ha_advertise,
+                 "the URL clients and agents reach this scheduler at (default: http(s)://<--listen>)");
+  app.add_option("--ha-ttl", config.ha_ttl_s,
+                 "seconds of the leader's etcd lease: a dead leader is replaced after about this long; a leader "
+                 "that cannot renew it stops 30% of it earlier")
+      ->check(CLI::Range(2, 60));
 
   auto* token = app.add_subcommand("token", "manage API tokens");
   token->require_subcommand(1);

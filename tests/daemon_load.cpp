@@ -5,11 +5,13 @@
 // long the event loop was busy (a commit's fsync, a pass's snapshot and apply) while the load ran.
 //
 //   daemon_load PORT TOKEN CLIENTS SECONDS single|batch [BATCH_SIZE] [PIPELINE]
+// RAILYARD_LOAD_KEYS=1 (single, no pipelining): each submit with its own idempotency key, as the CLI sends them.
 //   daemon_load PORT TOKEN 1 SECONDS plan        submit-to-placed latency on an idle cluster, one job at a time
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,7 +98,12 @@ int main(int argc, char** argv) {
         jobs += batch ? batch_size : 1;
       };
       if (pipeline == 1) {
-        while (std::chrono::steady_clock::now() < end) count(c.request("POST", target, body, token));
+        // RAILYARD_LOAD_KEYS=1: every submit carries an idempotency key, as the CLI's do (issue 30).
+        static std::atomic<long> next_key{0};
+        const bool keys = std::getenv("RAILYARD_LOAD_KEYS") != nullptr;
+        while (std::chrono::steady_clock::now() < end)
+          count(c.request("POST", keys ? target + "?idempotency_key=k" + std::to_string(next_key++) : target, body,
+                          token));
         return;
       }
       int in_flight = 0;

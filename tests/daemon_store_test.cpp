@@ -639,6 +639,96 @@ TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {
   EXPECT_EQ(denied.error().code, ErrorCode::kPermission);
 }
 
+// Epoch fencing (issue 30): a leader that fenced the database with its epoch may write until a newer leader
+// claims it; then its commits fail (nothing written) and it hears of it; an older epoch cannot claim it.
+TEST(SqliteStore, AWriterWithAnOlderEpochIsFencedOff) {
+  testing::TempDir dir;
+  auto old_leader = SqliteStateStore::open(dir.file("s.db"));
+  auto new_leader = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(old_leader && new_leader);
+  ASSERT_TRUE((*old_leader)->fence(5, true));
+  store::WriteBatch b;
+  b.inserts.push_back(make_job(1, 8));
+  ASSERT_TRUE((*old_leader)->commit(b));
+  ASSERT_TRUE((*new_leader)->fence(9, true));
+  std::string fenced;
+  (*old_leader)->set_on_fenced([&](const std::string& why) { fenced = why; });
+  store::WriteBatch late;
+  late.inserts.push_back(make_job(2, 8));
+  auto s = (*old_leader)->commit(late);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kConflict);
+  EXPECT_NE(fenced.find("epoch 9"), std::string::npos) << fenced;
+  EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM jobs"), 1);
+  EXPECT_FALSE((*old_leader)->fence(7, true));
+  EXPECT_EQ((*new_leader)->stored_epoch(), 9);
+  ASSERT_TRUE((*new_leader)->commit(late));
+  EXPECT_EQ(count_rows(dir.file("s.db"), "SELECT count(*) FROM jobs"), 2);
+}
+
+// Idempotent submits (issue 30): a submit repeated with its key, before or after its commit and after a
+// restart on the same database, makes no second job and gets the first one's ids; keys are per user.
+TEST(Service, ASubmitRepeatedWithItsIdempotencyKeyGetsTheSameIds) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  ASSERT_TRUE(cluster);
+  const daemon::Caller ada{"ada", store::Role::kUser}, bob{"bob", store::Role::kUser};
+  std::vector<std::vector<jobs::JobId>> answers;
+  auto record = [&](Result<std::vector<jobs::JobId>> ids) {
+    ASSERT_TRUE(ids) << ids.error().message;
+    answers.push_back(*ids);
+  };
+  auto specs = [](int n) {
+    std::vector<jobs::JobSpec> out(static_cast<size_t>(n));
+    for (auto& s : out) {
+      s.gpus = 1;
+      s.user = "";
+    }
+    return out;
+  };
+  {
+    auto st = SqliteStateStore::open(dir.file("s.db"));
+    ASSERT_TRUE(st);
+    FakeLoop loop;
+    daemon::Loop fake{[&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+                      [&](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
+    daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+    ASSERT_TRUE(svc.open());
+    loop.run();
+    auto batch = specs(3);
+    for (auto& s : batch) ASSERT_TRUE(svc.prepare(s, ada));
+    svc.submit(batch, ada, record, "k1");
+    svc.submit(batch, ada, record, "k1");  // a retry while the first is not committed yet
+    loop.run();
+    svc.submit(batch, ada, record, "k1");  // a retry after
+    auto one = specs(1);
+    ASSERT_TRUE(svc.prepare(one[0], bob));
+    svc.submit(one, bob, record, "k1");  // another user's key
+    loop.run();
+    ASSERT_EQ(answers.size(), 4u);
+    EXPECT_EQ(answers[0], (std::vector<jobs::JobId>{1, 2, 3}));
+    EXPECT_EQ(answers[1], answers[0]);
+    EXPECT_EQ(answers[2], answers[0]);
+    EXPECT_EQ(answers[3], (std::vector<jobs::JobId>{4}));
+    EXPECT_EQ(svc.stats().submits_total, 4);
+  }
+  auto st = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(st);
+  FakeLoop loop;
+  daemon::Loop fake{[&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+                    [&](std::chrono::milliseconds, std::function<void()> fn) { loop.work.push_back(std::move(fn)); }};
+  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  ASSERT_TRUE(svc.open());  // a new leader on the same database
+  loop.run();
+  auto one = specs(1);
+  ASSERT_TRUE(svc.prepare(one[0], bob));
+  svc.submit(one, bob, record, "k1");
+  loop.run();
+  ASSERT_EQ(answers.size(), 5u);
+  EXPECT_EQ(answers[4], (std::vector<jobs::JobId>{4}));
+  EXPECT_EQ(svc.table().jobs().size(), 4u);
+}
+
 // Submits committed through a second connection on a test-controlled executor: the loop keeps going while
 // a commit is in flight, submits that arrive meanwhile form the next commit, and nobody hears back (nor
 // does the table know the job) before the commit that holds the job is done.

@@ -24,6 +24,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
+#include <vector>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -70,29 +73,58 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-// POSTs the exec request; returns the exit code of the helper.
-int forward(const std::string& url, const std::string& alloc, const std::string& token,
-            const std::string& host, int argc, char** argv) {
+// POSTs the exec request to one scheduler: 0 (done), 1 (refused), or -1 (not answered by a leader: a
+// transport failure or a standby's 503, so another URL may be tried).
+int forward_one(const std::string& url, const std::string& alloc, const std::string& token,
+                const std::string& host, const std::string& body) {
   auto parsed = railyard::net::parse_http_url(url, "RAILYARD_URL");
   if (!parsed) {
     std::fprintf(stderr, "railyard-agent-exec: %s\n", parsed.error().message.c_str());
     return 2;
   }
-  std::string body = "{\"node\":" + json_string(host) + ",\"argv\":[";
-  for (int i = 2; i < argc; ++i) body += (i > 2 ? "," : "") + json_string(argv[i]);
-  body += "]}";
   const char* ca_file = std::getenv("RAILYARD_CA_FILE");
   // The scheduler answers after the agent started the command.
   railyard::net::HttpClient client(url, *parsed, std::chrono::seconds(120), ca_file ? ca_file : "");
   auto reply = client.request("POST", "/api/v1/allocs/" + alloc + "/exec", body, token);
   if (!reply) {
     std::fprintf(stderr, "railyard-agent-exec: %s\n", reply.error().message.c_str());
-    return 1;
+    return -1;
   }
   if (reply->status == 200) return 0;
+  if (reply->status == 503) {
+    std::fprintf(stderr, "railyard-agent-exec: %s answered 503 (not the leader?): %s\n", url.c_str(),
+                 reply->body.c_str());
+    return -1;
+  }
   std::fprintf(stderr, "railyard-agent-exec: exec on %s refused (HTTP %d): %s\n", host.c_str(), reply->status,
                reply->body.c_str());
   return 1;
+}
+
+// RAILYARD_URL may list several schedulers (high availability, comma-separated): each is tried in turn, for
+// up to 30 s, until the leader answers.
+int forward(const std::string& urls, const std::string& alloc, const std::string& token,
+            const std::string& host, int argc, char** argv) {
+  std::string body = "{\"node\":" + json_string(host) + ",\"argv\":[";
+  for (int i = 2; i < argc; ++i) body += (i > 2 ? "," : "") + json_string(argv[i]);
+  body += "]}";
+  std::vector<std::string> list;
+  for (size_t start = 0; start <= urls.size();) {
+    const size_t comma = std::min(urls.find(',', start), urls.size());
+    if (comma > start) list.push_back(urls.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (list.size() <= 1) {
+    const int rc = forward_one(urls, alloc, token, host, body);
+    return rc < 0 ? 1 : rc;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (size_t k = 0;; ++k) {
+    const int rc = forward_one(list[k % list.size()], alloc, token, host, body);
+    if (rc >= 0) return rc;
+    if (std::chrono::steady_clock::now() > until) return 1;
+    if (k % list.size() == list.size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
 }
 
 }  // namespace

@@ -86,7 +86,34 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     }
     s->nodes_.push_back(std::move(n));
   }
+  if (std::ifstream in(o.state_dir / "epoch"); in) in >> s->epoch_;
   return s;
+}
+
+bool Session::accept_epoch(const json& msg, const std::string& type) {
+  auto it = msg.find("epoch");
+  if (it == msg.end() || !it->is_number_integer()) return true;  // a scheduler without HA
+  const int64_t epoch = it->get<int64_t>();
+  if (epoch < epoch_) {
+    ++stale_refused_;
+    if (type == "hello") stale_leader_ = true;
+    log("refused '" + type + "' from epoch " + std::to_string(epoch) + ": epoch " + std::to_string(epoch_) +
+        " leads (a deposed scheduler)");
+    answer_error("stale_epoch", "epoch " + std::to_string(epoch) + " is older than " + std::to_string(epoch_));
+    return false;
+  }
+  if (epoch > epoch_) {
+    epoch_ = epoch;
+    const fs::path path = options_.state_dir / "epoch", tmp = options_.state_dir / "epoch.tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << epoch_ << "\n";
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) log("cannot write " + path.string() + ": " + ec.message());
+  }
+  return true;
 }
 
 size_t Session::allocations() const {
@@ -115,6 +142,7 @@ Session::Node* Session::node(const std::string& name) {
 void Session::connected(Send send) {
   send_ = std::move(send);
   registered_ = false;
+  stale_leader_ = false;
 }
 
 void Session::disconnected() {
@@ -134,6 +162,7 @@ void Session::receive(std::string_view text) {
   if (msg.is_discarded() || !msg.is_object() || !msg.contains("type") || !msg["type"].is_string())
     return answer_error("bad_message", "not a JSON object with a type");
   const std::string type = msg["type"];
+  if (!accept_epoch(msg, type)) return;
   try {
     if (type == "hello") return on_hello(msg);
     if (type == "registered") return on_registered(msg);

@@ -74,6 +74,13 @@ class Session {
   std::chrono::milliseconds heartbeat_interval() const { return heartbeat_; }
   size_t allocations() const;  // supervised allocations, every node
   size_t unacknowledged() const { return finished_.size(); }
+  // Epoch fencing (issue 30): the highest leader epoch seen (kept in <state_dir>/epoch across restarts; 0 =
+  // none), and the messages refused because they carried an older one. A `hello` from an older epoch (a
+  // deposed leader) is refused too, and stale_leader() turns true until the next connected(): the transport
+  // should close and try another scheduler.
+  int64_t epoch() const { return epoch_; }
+  int64_t stale_refused() const { return stale_refused_; }
+  bool stale_leader() const { return stale_leader_; }
 
   struct Node;
   struct Alloc;
@@ -105,6 +112,12 @@ class Session {
   std::chrono::milliseconds heartbeat_{5000};
   Clock::time_point next_heartbeat_{};
   std::unique_ptr<GroupLiveness> groups_;  // refreshed at the start of every tick
+  int64_t epoch_ = 0;
+  int64_t stale_refused_ = 0;
+  bool stale_leader_ = false;
+  // False (and counted, and answered with error stale_epoch) when `msg` carries an epoch older than epoch_;
+  // a newer one is remembered.
+  bool accept_epoch(const nlohmann::json& msg, const std::string& type);
 };
 
 }  // namespace railyard::agent

@@ -183,7 +183,7 @@ void Router::route(HttpRequest&& req, const Reply& reply) {
   }
   if (req.method == "POST" && route.seg.size() == 1 &&
       (route.seg[0] == "jobs" || route.seg[0] == "jobs:batch"))
-    return submit(req, *who, route.seg[0] == "jobs:batch", reply);
+    return submit(req, *who, route.seg[0] == "jobs:batch", route.query["idempotency_key"], reply);
   if (logs) {
     if (req.method != "GET") return reply(method_not_allowed("GET"));
     return job_logs(route, &*who, reply);
@@ -322,7 +322,10 @@ HttpResponse Router::list_jobs(const Route& route) {
 
 // Single submits go through parse_job_spec_text (duplicate keys, depth); a batch is parsed once, then each
 // entry is read and checked with its index in front of any error.
-void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batch, const Reply& reply) {
+void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batch,
+                    const std::string& idempotency_key, const Reply& reply) {
+  if (idempotency_key.size() > 200)
+    return reply(error_response(400, "invalid_argument", "idempotency_key: at most 200 characters"));
   std::vector<jobs::JobSpec> specs;
   auto add = [&](Result<jobs::JobSpec> spec, const std::string& where) -> bool {
     Status s = spec ? service_.prepare(*spec, who, specs) : Status(spec.error());
@@ -357,7 +360,7 @@ void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batc
   service_.submit(std::move(specs), who, [reply, batch](Result<std::vector<jobs::JobId>> ids) {
     if (!ids) return reply(error_response(ids.error()));
     reply(batch ? json_response(201, {{"ids", *ids}}) : json_response(201, {{"id", ids->front()}}));
-  });
+  }, idempotency_key);
 }
 
 HttpResponse Router::job_action(const Route& route, const daemon::Caller& who) {

@@ -42,7 +42,9 @@ class Router {
   void route(HttpRequest&& req, const Reply& reply);
   HttpResponse dispatch(const HttpRequest& req, const Route& route, const daemon::Caller* who);
   HttpResponse list_jobs(const Route& route);
-  void submit(const HttpRequest& req, const daemon::Caller& who, bool batch, const Reply& reply);
+  // `idempotency_key`: the query parameter of that name (Service::submit).
+  void submit(const HttpRequest& req, const daemon::Caller& who, bool batch, const std::string& idempotency_key,
+              const Reply& reply);
   HttpResponse job_action(const Route& route, const daemon::Caller& who);
   HttpResponse node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who);
   // router_more.cpp: job events/metrics/runs/logs, node show, accounting, allocation exec.

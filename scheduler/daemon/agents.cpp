@@ -79,7 +79,11 @@ AgentHub::AgentHub(Service& service, AgentHubOptions options)
     : service_(service), options_(std::move(options)) {}
 
 void AgentHub::send(Peer* p, const json& msg) {
-  if (p) p->send(msg.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (!p) return;
+  std::string text = msg.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (options_.epoch > 0 && text.size() > 2 && text.front() == '{')  // {"epoch":N,...}
+    text.insert(1, "\"epoch\":" + std::to_string(options_.epoch) + ",");
+  p->send(std::move(text));
 }
 
 void AgentHub::send_to_node(const std::string& node, const json& msg) {

@@ -52,6 +52,9 @@ struct AgentHubOptions {
   int heartbeat_interval_s = 5;
   int64_t request_timeout_s = 10;  // logs / exec requests the agent does not answer
   int64_t launch_timeout_s = 120;  // a connected node that answers no launch order fails the job
+  // The leader's epoch (issue 30), stamped as "epoch" on every message to agents, which refuse orders from an
+  // epoch older than one they saw; 0 (no HA): not sent.
+  int64_t epoch = 0;
 };
 
 struct AgentHubStats {

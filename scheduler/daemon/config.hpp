@@ -35,6 +35,12 @@ struct DaemonConfig {
   // When a submit is acknowledged: "synced" (on disk) or "written" (in the log:
   // Service::set_submit_durability).
   std::string submit_durability = "synced";
+  // High availability (issue 30; flags only): etcd client URLs, comma-separated ("" = no HA: today's single
+  // scheduler); this instance's name; the URL clients reach it at ("" = http(s)://<listen>); the lease TTL.
+  std::string ha_etcd;
+  std::string ha_name;
+  std::string ha_advertise;
+  int ha_ttl_s = 5;
 };
 
 // "synced" -> kSynced, "written" -> kWritten; anything else is an error naming both.

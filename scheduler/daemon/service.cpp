@@ -149,6 +149,7 @@ Status Service::set_submit_durability(store::Durability durability) {
 Status Service::open() {
   auto state = store_->load();
   if (!state) return state.error();
+  for (const auto& k : state->idempotency) idempotent_done_[k.key] = {k.first_id, k.count};
   table_.load(std::move(*state));
   next_id_ = table_.next_id();
   spdlog::info("loaded {} jobs ({} not finished)", table_.jobs().size(), table_.active_count());
@@ -224,9 +225,25 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who,
   return jobs::validate_against_cluster(spec, table_.cluster());
 }
 
-void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done) {
+void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done,
+                     const std::string& idempotency_key) {
+  std::string key;
+  if (!idempotency_key.empty()) {
+    key = who.user + "\n" + idempotency_key;
+    if (auto it = idempotent_done_.find(key); it != idempotent_done_.end()) {
+      std::vector<JobId> ids;
+      for (int64_t k = 0; k < it->second.second; ++k) ids.push_back(it->second.first + k);
+      loop_.post([done = std::move(done), ids = std::move(ids)]() mutable { done(std::move(ids)); });
+      return;
+    }
+    if (auto it = idempotent_waiting_.find(key); it != idempotent_waiting_.end()) {
+      it->second.push_back(std::move(done));
+      return;
+    }
+    idempotent_waiting_[key];
+  }
   queued_jobs_ += specs.size();
-  QueuedSubmit q{{}, who.user, std::move(done)};
+  QueuedSubmit q{{}, who.user, std::move(done), std::move(key)};
   const int64_t now = clock_();
   for (auto& spec : specs) {
     JobRecord r;
@@ -265,11 +282,14 @@ void Service::flush_submits() {
   const size_t jobs = std::exchange(queued_jobs_, 0);
   WriteBatch& b = work->batch;
   b.durability = submit_durability_;
-  for (auto& q : work->queue)
+  for (auto& q : work->queue) {
+    if (!q.idempotency_key.empty() && !q.jobs.empty())
+      b.idempotency.push_back({q.idempotency_key, q.jobs.front().id, static_cast<int64_t>(q.jobs.size())});
     for (auto& r : q.jobs) {
       b.events.push_back({job_subject(r.id), r.submit_time, q.actor, "submitted"});
       b.inserts.push_back(std::move(r));
     }
+  }
   stamp_events(b);
   // A few jobs commit on the loop: the hand-over to the thread and back would cost more than parsing that
   // overlaps it, and the clients waiting for them are answered sooner, so they send their next requests in
@@ -311,6 +331,22 @@ void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
   for (auto& q : work->queue) {
     std::vector<JobId> ids;
     for (size_t k = 0; k < q.jobs.size(); ++k) ids.push_back(b.inserts[i++].id);
+    std::vector<SubmitDone> retries;
+    if (!q.idempotency_key.empty()) {
+      if (auto it = idempotent_waiting_.find(q.idempotency_key); it != idempotent_waiting_.end()) {
+        retries = std::move(it->second);
+        idempotent_waiting_.erase(it);
+      }
+      if (s && !ids.empty())
+        idempotent_done_[q.idempotency_key] = {ids.front(), static_cast<int64_t>(ids.size())};
+    }
+    for (auto& retry : retries) {
+      if (s) {
+        retry(ids);
+      } else {
+        retry(s.error());
+      }
+    }
     if (s) {
       q.done(std::move(ids));
     } else {

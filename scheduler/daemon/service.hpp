@@ -194,7 +194,11 @@ class Service {
   // an array among them.
   Status prepare(jobs::JobSpec& spec, const Caller& who, std::span<const jobs::JobSpec> earlier = {}) const;
   // Queues prepared specs; `done` runs after their commit with their ids, in order.
-  void submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done);
+  // `idempotency_key` (optional, scoped by the caller's user): a submit whose key was seen before makes no
+  // job and gets the ids the first one got (or waits for its commit, when that is still in flight); the key
+  // is written with the jobs, so a retry after a failover finds it too (issue 30).
+  void submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done,
+              const std::string& idempotency_key = "");
 
   // cancel, hold, release: owner or admin; kConflict when the state forbids it.
   Result<JobRecord> act(JobId id, jobs::JobEvent event, const Caller& who);
@@ -212,6 +216,7 @@ class Service {
     std::vector<JobRecord> jobs;
     std::string actor;
     SubmitDone done;
+    std::string idempotency_key;  // scoped ("<user>\n<key>"); "" = none
   };
   struct PassWork;
   struct SubmitWork;
@@ -266,6 +271,10 @@ class Service {
   std::chrono::steady_clock::time_point last_pass_end_{};
   std::chrono::steady_clock::duration last_pass_duration_{};
   std::unordered_map<std::string, Caller> token_cache_;  // by token hash
+  // Idempotency keys (scoped) of committed submits: first id and count; and of submits not committed yet:
+  // the retries waiting for them.
+  std::unordered_map<std::string, std::pair<JobId, int64_t>> idempotent_done_;
+  std::unordered_map<std::string, std::vector<SubmitDone>> idempotent_waiting_;
   ServiceStats stats_;
   std::vector<Observer> observers_;
   std::vector<PreCommit> pre_commit_;

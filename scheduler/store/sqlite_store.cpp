@@ -24,7 +24,7 @@ constexpr int kCheckpointFrames = 1000;
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 8> kMigrations = {
+constexpr std::array<std::string_view, 9> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -93,6 +93,12 @@ constexpr std::array<std::string_view, 8> kMigrations = {
          SELECT job, attempt, nodes, gpus, gpu_count, start_time, end_time, outcome FROM runs;
        DROP TABLE runs;
        ALTER TABLE runs_8 RENAME TO runs;)",
+    // 9: controller high availability (issue 30): the newest leader epoch that claimed the database (one row;
+    // 0 = never), and the idempotency keys of submits with the jobs each made.
+    R"(CREATE TABLE ha_epoch (epoch INTEGER NOT NULL);
+       INSERT INTO ha_epoch(epoch) VALUES (0);
+       CREATE TABLE idempotency (key TEXT PRIMARY KEY, first_id INTEGER NOT NULL, count INTEGER NOT NULL)
+         WITHOUT ROWID;)",
 };
 
 // gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
@@ -277,6 +283,8 @@ Result<StoredState> SqliteStateStore::load() {
       run.outcome = r.text(6);
       s.runs.push_back(std::move(run));
     }
+    sql::Stmt k(db_, "SELECT key, first_id, count FROM idempotency");
+    while (k.step()) s.idempotency.push_back({k.text(0), k.int64(1), k.int64(2)});
     return s;
   });
 }
@@ -300,7 +308,7 @@ struct SqliteStateStore::Statements {
         metric(db, "INSERT INTO metrics(job, alloc, key, time, data) VALUES (?,?,?,?,?)") {}
   sql::Stmt ins, upd, node, ev, metric;
   // Rarer writes, prepared on first use.
-  std::unique_ptr<sql::Stmt> hold, unhold, run;
+  std::unique_ptr<sql::Stmt> hold, unhold, run, idem;
 };
 
 namespace {
@@ -366,6 +374,12 @@ void SqliteStateStore::write(const WriteBatch& b) {
         .bind(7, r.end)
         .bind(8, r.outcome)
         .run();
+  for (const auto& k : b.idempotency)
+    prepared(db_, st.idem, "INSERT OR REPLACE INTO idempotency(key, first_id, count) VALUES (?,?,?)")
+        .bind(1, k.key)
+        .bind(2, k.first_id)
+        .bind(3, k.count)
+        .run();
   if (b.metrics.empty()) return;
   sql::Stmt& m = st.metric;
   m.reset();
@@ -397,8 +411,36 @@ Status SqliteStateStore::commit_all(std::span<const WriteBatch* const> batches) 
       mode_ = wanted;
     }
     sql::Transaction tx(db_);
+    if (fence_epoch_ > 0) {
+      const int64_t stored = stored_epoch();
+      if (stored > fence_epoch_) {
+        const std::string why = "fenced: the database belongs to epoch " + std::to_string(stored) +
+                                ", this scheduler leads epoch " + std::to_string(fence_epoch_);
+        if (on_fenced_) on_fenced_(why);
+        return Error{ErrorCode::kConflict, why};  // the transaction rolls back
+      }
+    }
     for (const WriteBatch* b : batches) write(*b);
     tx.commit();
+    return ok();
+  });
+}
+
+int64_t SqliteStateStore::stored_epoch() {
+  sql::Stmt q(db_, "SELECT MAX(epoch) FROM ha_epoch");
+  return q.step() ? q.int64(0) : 0;
+}
+
+Status SqliteStateStore::fence(int64_t epoch, bool claim) {
+  return guarded([&]() -> Status {
+    sql::Transaction tx(db_);
+    const int64_t stored = stored_epoch();
+    if (stored > epoch)
+      return Error{ErrorCode::kConflict, "fenced: the database belongs to epoch " + std::to_string(stored) +
+                                             ", newer than " + std::to_string(epoch)};
+    if (claim) sql::Stmt(db_, "UPDATE ha_epoch SET epoch = ?").bind(1, epoch).run();
+    tx.commit();
+    fence_epoch_ = epoch;
     return ok();
   });
 }

@@ -4,6 +4,7 @@
 // and a new one is created from nothing by the same path.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,6 +47,16 @@ class SqliteStateStore final : public StateStore {
   Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
   Result<std::vector<MetricSample>> metrics(JobId job, int limit) override;
 
+  // Epoch fencing (issue 30, controller high availability). The database keeps the highest leader epoch that
+  // claimed it (table ha_epoch). fence(epoch, claim): fails (kConflict) when the stored epoch is newer than
+  // `epoch`; with `claim`, stores `epoch`. From then on every commit re-reads the stored epoch inside its
+  // transaction (under SQLite's write lock) and refuses to write when a newer leader has claimed the
+  // database: `on_fenced` runs (the daemon ends itself) and the commit fails with kConflict. Without a
+  // fence (epoch 0, the default) commits do not look.
+  Status fence(int64_t epoch, bool claim);
+  void set_on_fenced(std::function<void(const std::string&)> on_fenced) { on_fenced_ = std::move(on_fenced); }
+  int64_t stored_epoch();
+
  private:
   struct Statements;  // the commit path's statements, prepared once
   explicit SqliteStateStore(sqlite3* db);
@@ -60,6 +71,8 @@ class SqliteStateStore final : public StateStore {
   std::shared_ptr<LogSyncer> log_syncer_;   // sync_elsewhere()'s, made on its first call
   Executor checkpoint_executor_;            // checkpoint_on()'s
   std::shared_ptr<Checkpointer> checkpointer_;  // its connection, used on the executor only
+  int64_t fence_epoch_ = 0;                     // 0: no fencing
+  std::function<void(const std::string&)> on_fenced_;
 };
 
 }  // namespace railyard::store

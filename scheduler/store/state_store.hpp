@@ -109,7 +109,16 @@ struct RunRecord {
   int gpu_count() const { return static_cast<int>(gpus.size() + slices.size()); }
 };
 
+// A submit that carried an idempotency key (scoped by user: "<user>\n<key>"): it made the jobs
+// first_id .. first_id + count - 1, so a retry of it is answered with the same ids (issue 30).
+struct IdempotencyRecord {
+  std::string key;
+  JobId first_id = 0;
+  int64_t count = 0;
+};
+
 struct StoredState {
+  std::vector<IdempotencyRecord> idempotency;
   std::vector<JobRecord> jobs;  // by id
   std::vector<NodeRecord> nodes;
   std::vector<GpuHold> holds;
@@ -142,9 +151,10 @@ struct WriteBatch {
   std::vector<GpuHold> holds;
   std::vector<std::string> released;
   std::vector<RunRecord> runs;
+  std::vector<IdempotencyRecord> idempotency;  // written with the inserts they name
   bool empty() const {
     return inserts.empty() && updates.empty() && nodes.empty() && events.empty() && metrics.empty() &&
-           holds.empty() && released.empty() && runs.empty();
+           holds.empty() && released.empty() && runs.empty() && idempotency.empty();
   }
 };
 

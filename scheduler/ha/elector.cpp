@@ -1,0 +1,200 @@
+#include "scheduler/ha/elector.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "scheduler/ha/etcd.hpp"
+
+namespace railyard::ha {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+namespace {
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Requests to etcd wait at most this long: a keepalive must not outlast the margin.
+milliseconds request_timeout(const ElectorOptions& o) {
+  return std::min(milliseconds(1000), std::max(milliseconds(100), o.margin / 2));
+}
+
+// The members registered under <prefix>/members/ (their values: {"name", "address", "since_ms"}).
+std::vector<MemberInfo> read_members(const std::vector<KeyValue>& list) {
+  std::vector<MemberInfo> members;
+  for (const auto& kv : list) {
+    auto j = json::parse(kv.value, nullptr, false);
+    if (j.is_object())
+      members.push_back({j.value("name", ""), j.value("address", ""), j.value("since_ms", int64_t{0})});
+  }
+  return members;
+}
+
+std::optional<LeaderInfo> parse_leader(const KeyValue& kv) {
+  auto j = json::parse(kv.value, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return LeaderInfo{j.value("name", ""), j.value("address", ""), kv.create_revision, j.value("since_ms", int64_t{0})};
+}
+
+}  // namespace
+
+Elector::Elector(ElectorOptions options, Lost on_lost)
+    : options_(std::move(options)), on_lost_(std::move(on_lost)), started_ms_(wall_ms()) {}
+
+Elector::~Elector() {
+  stop();
+  for (auto* t : {&keepalive_, &watchdog_, &observer_})
+    if (t->joinable()) t->join();
+  if (const int64_t lease = lease_.load(); lease != 0 && !lost_.load()) {
+    EtcdClient etcd(options_.endpoints, request_timeout(options_));
+    if (auto s = etcd.revoke(lease); !s) spdlog::warn("ha: revoking the lease: {}", s.error().message);
+  }
+}
+
+void Elector::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+}
+
+bool Elector::sleep_for(milliseconds d) {
+  std::unique_lock lock(mutex_);
+  return !wake_.wait_for(lock, d, [this] { return stopping_; });
+}
+
+std::optional<LeaderInfo> Elector::leader() const {
+  std::lock_guard lock(mutex_);
+  return leader_;
+}
+
+std::vector<MemberInfo> Elector::members() const {
+  std::lock_guard lock(mutex_);
+  return members_;
+}
+
+void Elector::lose(const std::string& why) {
+  if (lost_.exchange(true)) return;
+  leading_ = false;
+  on_lost_(why);
+}
+
+Result<int64_t> Elector::campaign() {
+  EtcdClient etcd(options_.endpoints, request_timeout(options_));
+  const json me = {{"name", options_.name}, {"address", options_.address}, {"since_ms", started_ms_}};
+  bool logged_holder = false;
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return Error{ErrorCode::kUnavailable, "stopped"};
+    }
+    if (lease_.load() == 0) {
+      const int64_t sent = steady_ns();
+      auto lease = etcd.grant(options_.ttl_s);
+      if (lease) {
+        renewed_at_ns_ = sent;
+        lease_ = *lease;
+        if (auto s = etcd.put(member_key(), me.dump(), *lease); !s)
+          spdlog::warn("ha: registering as a member: {}", s.error().message);
+        if (!keepalive_.joinable()) keepalive_ = std::thread([this] { keepalive_loop(); });
+      } else {
+        spdlog::warn("ha: no lease from etcd yet: {}", lease.error().message);
+      }
+    }
+    if (const int64_t lease = lease_.load(); lease != 0) {
+      json value = me;
+      value["since_ms"] = wall_ms();
+      auto r = etcd.create(leader_key(), value.dump(), lease);
+      if (r && r->created) {
+        {
+          std::lock_guard lock(mutex_);
+          leader_ = LeaderInfo{options_.name, options_.address, r->revision, value["since_ms"].get<int64_t>()};
+        }
+        leading_ = true;
+        watchdog_ = std::thread([this] { watchdog_loop(); });
+        observer_ = std::thread([this] { observe_loop(); });
+        spdlog::info("ha: {} leads, epoch {}", options_.name, r->revision);
+        return r->revision;
+      }
+      if (r && r->holder) {
+        auto info = parse_leader(*r->holder);
+        std::lock_guard lock(mutex_);
+        if (info && (!leader_ || leader_->epoch != info->epoch || !logged_holder)) {
+          spdlog::info("ha: standby; {} at {} leads (epoch {})", info->name, info->address, info->epoch);
+          logged_holder = true;
+        }
+        leader_ = info;
+      } else if (!r) {
+        spdlog::warn("ha: campaign: {}", r.error().message);
+      }
+      if (auto list = etcd.list(options_.prefix + "/members/")) {
+        auto members = read_members(*list);
+        std::lock_guard lock(mutex_);
+        members_ = std::move(members);
+      }
+    }
+    if (!sleep_for(options_.poll)) return Error{ErrorCode::kUnavailable, "stopped"};
+  }
+}
+
+void Elector::keepalive_loop() {
+  EtcdClient etcd(options_.endpoints, request_timeout(options_));
+  const milliseconds interval = std::max(milliseconds(200), milliseconds(options_.ttl_s * 1000 / 5));
+  const json me = {{"name", options_.name}, {"address", options_.address}, {"since_ms", started_ms_}};
+  while (sleep_for(interval)) {
+    const int64_t lease = lease_.load();
+    const int64_t sent = steady_ns();
+    auto ttl = etcd.keepalive(lease);
+    if (!ttl) {
+      spdlog::warn("ha: keepalive: {}", ttl.error().message);
+      continue;  // the watchdog decides when it is too late
+    }
+    if (*ttl > 0) {
+      renewed_at_ns_ = sent;
+      continue;
+    }
+    if (leading_.load()) return lose("the lease expired in etcd");
+    // A standby whose lease expired (etcd was away longer than the TTL) takes a new one.
+    auto fresh = etcd.grant(options_.ttl_s);
+    if (!fresh) continue;
+    renewed_at_ns_ = sent;
+    lease_ = *fresh;
+    (void)etcd.put(member_key(), me.dump(), *fresh);
+  }
+}
+
+void Elector::watchdog_loop() {
+  const auto limit = std::chrono::nanoseconds(std::chrono::seconds(options_.ttl_s) - options_.margin).count();
+  while (sleep_for(milliseconds(50))) {
+    const int64_t since = steady_ns() - renewed_at_ns_.load();
+    if (since >= limit) {
+      return lose("no keepalive confirmed by etcd for " + std::to_string(since / 1000000) +
+                  " ms (TTL " + std::to_string(options_.ttl_s) + " s)");
+    }
+  }
+}
+
+void Elector::observe_loop() {
+  EtcdClient etcd(options_.endpoints, request_timeout(options_));
+  while (sleep_for(milliseconds(1000))) {
+    auto kv = etcd.get(leader_key());
+    if (kv && (!*kv || (*kv)->lease != lease_.load()))
+      return lose(*kv ? "the leader key is held by another lease" : "the leader key is gone");
+    if (auto list = etcd.list(options_.prefix + "/members/")) {
+      auto members = read_members(*list);
+      std::lock_guard lock(mutex_);
+      members_ = std::move(members);
+    }
+  }
+}
+
+}  // namespace railyard::ha

@@ -1,0 +1,101 @@
+// Leader election among railyard-scheduler instances through an etcd lease (issue 30).
+//
+//   grant lease (TTL) ──► put <prefix>/members/<name> with the lease ──► loop: txn "create <prefix>/leader if
+//   absent, with the lease" ──won──► leader, epoch = the revision of that put
+//                                 └─lost─► remember the holder (GET /api/v1/leader answers it), sleep `poll`
+//
+// The lease is renewed every TTL/5 from the start. Once leading, a watchdog compares a monotonic clock with
+// the send time of the last keepalive etcd confirmed: at TTL − margin without one, `on_lost` runs, so the
+// leader stops acting before etcd could expire its lease and elect another (etcd counts the TTL from when it
+// received that keepalive, which is later). `on_lost` also runs when the leader key is gone or held by
+// another lease. The daemon's on_lost ends the process: a deposed leader neither writes nor orders agents
+// (kube-controller-manager does the same); a supervisor restarts it as a standby.
+//
+// The epoch is etcd's revision at which the leader key was created: it grows with every election, so a
+// younger leader always has a larger one (agents and the database refuse an older one).
+//
+// Thread safety: campaign() on one thread; stop(), leader(), members(), leading() from any.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace railyard::ha {
+
+struct ElectorOptions {
+  std::vector<std::string> endpoints;  // etcd client URLs
+  std::string name;                    // this instance (--ha-name), unique in the cluster
+  std::string address;                 // the URL clients reach this instance at (http://host:port)
+  std::string prefix = "/railyard";    // keys: <prefix>/leader, <prefix>/members/<name>
+  int ttl_s = 5;
+  std::chrono::milliseconds margin{1500};  // stop acting this long before the lease could expire
+  std::chrono::milliseconds poll{200};     // how often a standby tries for the leader key
+};
+
+struct LeaderInfo {
+  std::string name;
+  std::string address;
+  int64_t epoch = 0;
+  int64_t since_ms = 0;  // wall clock, when it won
+};
+
+struct MemberInfo {
+  std::string name;
+  std::string address;
+  int64_t since_ms = 0;  // when it started
+};
+
+class Elector {
+ public:
+  using Lost = std::function<void(const std::string& why)>;
+  Elector(ElectorOptions options, Lost on_lost);
+  // Stops the threads and revokes the lease, so a standby wins at once after a clean stop.
+  ~Elector();
+  Elector(const Elector&) = delete;
+  Elector& operator=(const Elector&) = delete;
+
+  // Blocks until this instance leads: its epoch. kUnavailable once stop() was called.
+  Result<int64_t> campaign();
+  void stop();
+
+  bool leading() const { return leading_.load(); }
+  std::optional<LeaderInfo> leader() const;
+  std::vector<MemberInfo> members() const;
+  const ElectorOptions& options() const { return options_; }
+
+ private:
+  void keepalive_loop();
+  void watchdog_loop();
+  void observe_loop();  // once leading: the leader key is still ours; the member list
+  bool sleep_for(std::chrono::milliseconds d);  // false once stopping
+  void lose(const std::string& why);
+  std::string leader_key() const { return options_.prefix + "/leader"; }
+  std::string member_key() const { return options_.prefix + "/members/" + options_.name; }
+
+  ElectorOptions options_;
+  Lost on_lost_;
+  int64_t started_ms_ = 0;
+  std::atomic<int64_t> lease_{0};
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> lost_{false};
+  // steady_clock time (ns since its epoch) at which the last keepalive that etcd confirmed was sent.
+  std::atomic<int64_t> renewed_at_ns_{0};
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::optional<LeaderInfo> leader_;
+  std::vector<MemberInfo> members_;
+  std::thread keepalive_, watchdog_, observer_;
+};
+
+}  // namespace railyard::ha

@@ -1,0 +1,75 @@
+// A small synchronous etcd v3 client over etcd's JSON gateway (/v3/..., etcd 3.4), for leader election
+// (elector.hpp). No Beast here: requests go through net::HttpClient (common/net), whose every operation has
+// a timeout. Keys and values are plain strings here; the gateway's base64 and its int64-as-string fields stay
+// inside etcd.cpp.
+//
+// Endpoints: a list of member URLs; a request that cannot reach one tries the next (each once per call), so a
+// cluster with a majority up answers. Thread safety: none; one client per thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace railyard::net {
+class HttpClient;
+}
+
+namespace railyard::ha {
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t lease = 0;
+};
+
+// The outcome of a create-if-absent transaction.
+struct CreateResult {
+  bool created = false;
+  int64_t revision = 0;             // the store's revision after the transaction (the put's, when created)
+  std::optional<KeyValue> holder;   // the key as found, when not created
+};
+
+// "http://a:1,http://b:2" -> {"http://a:1", "http://b:2"}; blanks dropped.
+std::vector<std::string> split_endpoints(const std::string& list);
+
+std::string base64_encode(const std::string& data);
+std::string base64_decode(const std::string& text);
+
+class EtcdClient {
+ public:
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
+  ~EtcdClient();
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  // A lease of `ttl_s` seconds; its id.
+  Result<int64_t> grant(int ttl_s);
+  // Renews the lease; the TTL etcd granted, 0 when the lease is gone (expired or revoked).
+  Result<int64_t> keepalive(int64_t lease);
+  Status revoke(int64_t lease);
+  // Puts `key` = `value` attached to `lease` only if the key does not exist.
+  Result<CreateResult> create(const std::string& key, const std::string& value, int64_t lease);
+  Status put(const std::string& key, const std::string& value, int64_t lease);
+  Result<std::optional<KeyValue>> get(const std::string& key);
+  // Every key that starts with `prefix`.
+  Result<std::vector<KeyValue>> list(const std::string& prefix);
+
+ private:
+  // POSTs `body` to `path` on the first endpoint that answers; the parsed JSON reply text.
+  Result<std::string> call(const std::string& path, const std::string& body);
+
+  std::vector<std::string> endpoints_;
+  std::chrono::milliseconds timeout_;
+  size_t current_ = 0;
+  std::vector<std::unique_ptr<net::HttpClient>> clients_;  // one per endpoint, made on first use
+};
+
+}  // namespace railyard::ha

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Controller high availability end to end (issue 30), with real etcd, two railyard-scheduler instances sharing
+# one SQLite database, and a real agent hosting 2 emulated DGX H100 nodes, all on 127.0.0.1.
+#
+#   ha_test.sh failover   s1 leads; the standby answers only /healthz and /api/v1/leader (503 + the leader
+#                         elsewhere); a 2-node job runs; `railyard submit` runs in a loop (RAILYARD_URL lists
+#                         both) while s1 is killed with SIGKILL: s2 accepts submits within 10 s, no
+#                         acknowledged job is lost or duplicated, the running job keeps its processes, and s1
+#                         restarted is a standby. HA_SUBMITS (default 60) submits, HA_ETCD_MEMBERS (1) members.
+#   ha_test.sh cutoff     s1's etcd (its only member) is stopped with SIGSTOP: s1 exits (status 75) before its
+#                         lease can expire, s2 cannot lead meanwhile; after SIGCONT s2 leads and the job that
+#                         ran under s1 still runs.
+#   ha_test.sh etcd_restart  every etcd member restarts: a leader afterwards, no job lost, the job still runs.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib.sh"
+trap ha_cleanup EXIT
+ha_require
+
+LONG_SPEC='{"name":"long","nodes":2,"gpus_per_node":4,"launcher":"none","command":["sleep","3017"],"time_limit":7200}'
+SHORT_SPEC='{"name":"short","gpus":1,"command":["true"],"time_limit":60}'
+
+# The pids of the long job's processes (sleep 3017), sorted.
+long_pids() { pgrep -x sleep -a | awk '$3 == "3017" {print $1}' | sort | tr '\n' ' '; }
+
+start_pair() {
+  ha_start_etcd "${HA_ETCD_MEMBERS:-1}"
+  ha_setup_cluster
+  ha_start_sched s1
+  [ "$(ha_wait_leader 30 s1)" = s1 ] || ha_fail "s1 did not lead"
+  ha_start_sched s2
+  HA_URLS="$(ha_url s1),$(ha_url s2)"
+  ha_start_agent
+  ha_wait_nodes_up "$(ha_url s1)" 2 60
+  local r
+  r=$(ha_submit "$(ha_url s1)" "$LONG_SPEC")
+  [ "${r##* }" = 201 ] || ha_fail "long job submit: $r"
+  LONG=$(echo "${r% *}" | jq .id)
+  ha_wait_state "$(ha_url s1)" "$LONG" RUNNING 60
+  PIDS_BEFORE=$(long_pids)
+  [ "$(echo "$PIDS_BEFORE" | wc -w)" = 2 ] || ha_fail "expected 2 processes of job $LONG, found: $PIDS_BEFORE"
+  ha_log "s1 leads; job $LONG runs as $PIDS_BEFORE"
+}
+
+# The standby answers /healthz and GET /api/v1/leader, and sends everything else to the leader.
+check_standby() {
+  local until=$((SECONDS + 10)) leader="" r
+  while [ $SECONDS -lt $until ]; do
+    leader=$(curl -sf -m 1 "$(ha_url s2)/api/v1/leader" | jq -r '.leader.name // empty' || true)
+    [ "$leader" = s1 ] && break
+    sleep 0.1
+  done
+  [ "$leader" = s1 ] || ha_fail "s2 does not name s1 as the leader"
+  curl -sf "$(ha_url s2)/healthz" | jq -e '.role == "standby"' >/dev/null || ha_fail "s2 /healthz"
+  r=$(ha_submit "$(ha_url s2)" "$SHORT_SPEC")
+  [ "${r##* }" = 503 ] || ha_fail "a standby took a submit: $r"
+  echo "${r% *}" | jq -e --arg a "$(ha_url s1)" '.error.code == "not_leader" and .leader.address == $a' >/dev/null ||
+    ha_fail "the standby's 503 does not name the leader: $r"
+  curl -sf "$(ha_url s1)/api/v1/leader" | jq -e '.self.role == "leader" and .leader.epoch > 0' >/dev/null ||
+    ha_fail "s1 /api/v1/leader"
+  ha_log "standby ok: 503 with the leader's address"
+}
+
+# A retried submit with the same key gets the same id, and no second job.
+check_idempotent() {
+  local a b
+  a=$(ha_submit "$(ha_url s1)" "$SHORT_SPEC" same-key)
+  b=$(ha_submit "$(ha_url s1)" "$SHORT_SPEC" same-key)
+  [ "${a##* }" = 201 ] && [ "${b##* }" = 201 ] || ha_fail "idempotent submits: $a / $b"
+  [ "$(echo "${a% *}" | jq .id)" = "$(echo "${b% *}" | jq .id)" ] || ha_fail "same key, two ids: $a / $b"
+  IDEM=$(echo "${a% *}" | jq .id)
+}
+
+failover() {
+  start_pair
+  check_standby
+  check_idempotent
+  local n=${HA_SUBMITS:-60}
+  : >"$HA_DIR/acked"
+  (
+    for _ in $(seq "$n"); do
+      if id=$(RAILYARD_URL=$HA_URLS "$RAILYARD_CLI" submit --gpus 1 --time 1m --name storm -- true 2>>"$HA_DIR/storm.err"); then
+        echo "$id" >>"$HA_DIR/acked"
+      else
+        echo FAIL >>"$HA_DIR/acked"
+      fi
+    done
+  ) &
+  local storm=$!
+  while [ "$(wc -l <"$HA_DIR/acked")" -lt $((n / 3)) ]; do sleep 0.05; done
+  local t0 t1 r
+  t0=$(ha_now_ms)
+  kill -KILL "${HA_PID[s1]}"
+  wait "${HA_PID[s1]}" 2>/dev/null || true
+  ha_log "killed s1 (SIGKILL) after $(wc -l <"$HA_DIR/acked") submits"
+  while :; do
+    r=$(ha_submit "$(ha_url s2)" "$SHORT_SPEC" takeover-probe)
+    [ "${r##* }" = 201 ] && break
+    [ $(($(ha_now_ms) - t0)) -lt 10000 ] || ha_fail "s2 accepted no submit within 10 s of the kill: $r"
+    sleep 0.05
+  done
+  t1=$(ha_now_ms)
+  PROBE=$(echo "${r% *}" | jq .id)
+  echo "takeover_ms $((t1 - t0))" | tee "$HA_DIR/takeover" >&2
+  wait "$storm"
+  grep -q FAIL "$HA_DIR/acked" && ha_fail "submits failed: $(grep -c FAIL "$HA_DIR/acked"); $(tail -3 "$HA_DIR/storm.err")"
+  local s2; s2=$(ha_url s2)
+  # Every acknowledged id is a job on the new leader, each once, and there is no other job.
+  sort -n "$HA_DIR/acked" >"$HA_DIR/acked.sorted"
+  [ "$(uniq "$HA_DIR/acked.sorted" | wc -l)" = "$n" ] || ha_fail "duplicate ids acknowledged"
+  curl -sf "$s2/api/v1/jobs?limit=10000" | jq -r '.jobs[].id' | sort -n >"$HA_DIR/stored"
+  printf '%s\n' "$LONG" "$IDEM" "$PROBE" | cat - "$HA_DIR/acked.sorted" | sort -n >"$HA_DIR/expected"
+  diff "$HA_DIR/expected" "$HA_DIR/stored" >"$HA_DIR/diff" ||
+    ha_fail "jobs on the new leader differ from those acknowledged (< acknowledged, > stored): $(head -5 "$HA_DIR/diff")"
+  # The running job was not killed: still RUNNING, first attempt, same processes, once the agent is back.
+  ha_wait_agent_epoch "$s2" 30
+  ha_wait_nodes_up "$s2" 2 30
+  ha_wait_state "$s2" "$LONG" RUNNING 5
+  [ "$(curl -sf "$s2/api/v1/jobs/$LONG/runs" | jq '[.runs[] | .attempt] | join(",")' -r)" = 1 ] ||
+    ha_fail "job $LONG was restarted: $(curl -sf "$s2/api/v1/jobs/$LONG/runs")"
+  [ "$(long_pids)" = "$PIDS_BEFORE" ] || ha_fail "job $LONG's processes changed: $PIDS_BEFORE -> $(long_pids)"
+  # The old leader comes back as a standby.
+  ha_start_sched s1
+  local until=$((SECONDS + 15)) role=""
+  while [ $SECONDS -lt $until ]; do
+    role=$(curl -sf -m 1 "$(ha_url s1)/api/v1/leader" | jq -r '.self.role + " " + (.leader.name // "")' || true)
+    [ "$role" = "standby s2" ] && break
+    sleep 0.2
+  done
+  [ "$role" = "standby s2" ] || ha_fail "restarted s1: '$role', expected a standby of s2"
+  ha_log "PASS failover: $n submits, takeover $((t1 - t0)) ms, 0 lost, 0 duplicated, job $LONG kept running"
+}
+
+cutoff() {
+  start_pair
+  local t0 status=0 until
+  t0=$(ha_now_ms)
+  kill -STOP "${HA_PID[etcd1]}"
+  ha_log "etcd stopped (SIGSTOP)"
+  wait "${HA_PID[s1]}" || status=$?
+  local stopped_ms=$(($(ha_now_ms) - t0))
+  [ "$status" = 75 ] || ha_fail "s1 exited with $status, expected 75 (deposed)"
+  # It must stop before etcd could expire its lease: TTL after its last confirmed keepalive.
+  [ "$stopped_ms" -lt $((HA_TTL * 1000)) ] || ha_fail "s1 stopped acting only after $stopped_ms ms (TTL $HA_TTL s)"
+  grep -q "no longer the leader" "$HA_DIR/s1.log" || ha_fail "s1's log does not say why it stopped"
+  [ "$(ha_leader s2)" = "" ] || ha_fail "s2 leads while etcd is stopped"
+  ha_log "s1 stopped acting $stopped_ms ms after etcd stopped (TTL $HA_TTL s)"
+  kill -CONT "${HA_PID[etcd1]}"
+  [ "$(ha_wait_leader 20 s2)" = s2 ] || ha_fail "s2 did not lead"
+  ha_wait_agent_epoch "$(ha_url s2)" 30
+  ha_wait_nodes_up "$(ha_url s2)" 2 30
+  ha_wait_state "$(ha_url s2)" "$LONG" RUNNING 5
+  [ "$(long_pids)" = "$PIDS_BEFORE" ] || ha_fail "job $LONG's processes changed"
+  local e2
+  e2=$(curl -sf "$(ha_url s2)/api/v1/leader" | jq .leader.epoch)
+  ha_log "PASS cutoff: s1 stopped in $stopped_ms ms; s2 leads epoch $e2; job $LONG kept running"
+}
+
+# Every etcd member restarts (SIGTERM, then started again on its data): whichever scheduler leads afterwards
+# (s1 if the restart was shorter than its margin, else s2) has every job, and the running job still runs.
+etcd_restart() {
+  start_pair
+  check_idempotent
+  local before; before=$(curl -sf "$(ha_url s1)/api/v1/jobs?limit=10000" | jq -c '[.jobs[].id]')
+  local i
+  for i in $(seq "${HA_ETCD_MEMBERS:-1}"); do kill -TERM "${HA_PID[etcd$i]}"; wait "${HA_PID[etcd$i]}" 2>/dev/null || true; done
+  ha_log "etcd stopped (SIGTERM)"
+  for i in $(seq "${HA_ETCD_MEMBERS:-1}"); do ha_run_etcd "$i" "$HA_ETCD_CLUSTER"; done
+  sleep "$HA_TTL"  # past the point where s1 would have stepped down had it lost its lease
+  local leader; leader=$(ha_wait_leader 30 s1 s2)
+  ha_log "etcd restarted; $leader leads"
+  ha_wait_agent_epoch "$(ha_url "$leader")" 30
+  ha_wait_nodes_up "$(ha_url "$leader")" 2 30
+  [ "$(curl -sf "$(ha_url "$leader")/api/v1/jobs?limit=10000" | jq -c '[.jobs[].id]')" = "$before" ] ||
+    ha_fail "jobs changed across the etcd restart"
+  ha_wait_state "$(ha_url "$leader")" "$LONG" RUNNING 5
+  [ "$(long_pids)" = "$PIDS_BEFORE" ] || ha_fail "job $LONG's processes changed"
+  local r; r=$(ha_submit "$(ha_url "$leader")" "$SHORT_SPEC")
+  [ "${r##* }" = 201 ] || ha_fail "no submit after the etcd restart: $r"
+  ha_log "PASS etcd_restart: $leader leads, nothing lost, job $LONG kept running"
+}
+
+case "${1:-}" in
+  failover) failover ;;
+  cutoff) cutoff ;;
+  etcd_restart) etcd_restart ;;
+  *) echo "usage: $0 failover|cutoff|etcd_restart" >&2; exit 2 ;;
+esac
