@@ -67,8 +67,8 @@ struct PolicyConfig {
   int reservation_depth = 8;       // top blocked jobs that get a reservation
   bool preemption = true;          // high may preempt scavenger
   // Multifactor priority weights (see scheduler/README.md for the formula). The size weight is off by
-  // default since 2026-12-03: with it on (1,000) later big jobs went ahead of earlier small ones, and waits
-  // were longer in the replays and simulations (bench/RESULTS.md, "The size weight").
+  // default: with it on (1,000) later big jobs went ahead of earlier small ones, and waits were longer in the
+  // replays and simulations (bench/RESULTS.md, "The size weight").
   double weight_qos = 10000, weight_age = 1000, weight_fairshare = 5000, weight_size = 0;
   int64_t age_max_s = 7 * 24 * 3600;
   double allreduce_bytes = 1e9;    // message size of the allreduce estimate reported with each placement

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Load sweeps of placement under contention (issue 31): every policy of `railyard sim` on a synthetic mixed
+# workload and on the Philly slice of the demo, at offered loads 0.5 / 0.8 / 1.0 / 1.2, on a non-blocking
+# 4-SU DGX H100 SuperPOD and on a 2:1 oversubscribed fat tree of the same size. Prints one markdown table
+# per cluster and workload (the tables in bench/RESULTS.md, "Placement under contention").
+# Usage: bench/placement_sweep.sh [RAILYARD_BINARY]   (default build/release/cli/railyard)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+R=${1:-build/release/cli/railyard}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$R" topo generate --preset dgx-h100-superpod --sus 4 -o "$tmp/pod.json" >/dev/null
+synth="jobs=5000,seed=1"
+philly=(--trace ../shared/traces/philly_gavel.csv --user 6c71a0 --limit 2000 --scale-gpus 8)
+clusters=("pod:--cluster $tmp/pod.json" "oversub:--nodes 128 --leaf-size 16 --oversubscription 2")
+for c in "${clusters[@]}"; do
+  name=${c%%:*}; args=${c#*:}
+  for w in synth philly; do
+    echo
+    echo "### $name, $w"
+    echo
+    echo "| load | policy | min leaf span | mean JCT (s) | mean bounded slowdown | p99 wait (s) | mean comm slowdown | wall (s) |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for load in 0.5 0.8 1.0 1.2; do
+      if [ "$w" = synth ]; then src=(--synth "$synth"); else src=("${philly[@]}"); fi
+      # shellcheck disable=SC2086
+      "$R" sim $args "${src[@]}" --load "$load" --policy railyard,first-fit,fifo,slurm-tree --json |
+        python3 -c '
+import json, sys
+d = json.load(sys.stdin)["policies"]
+for name in ["railyard", "first-fit", "fifo", "slurm-tree"]:
+    p = d[name]
+    print("| %s | %s | %.1f %% | %.0f | %.2f | %.0f | %.4f | %.2f |" % (sys.argv[1], name, 100 * p["min_span_share"],
+          p["mean_jct_s"], p["mean_bounded_slowdown"], p["p99_wait_s"], p["mean_comm_slowdown"], p["wall_s"]))
+' "$load"
+    done
+  done
+done
