@@ -169,4 +169,29 @@ TEST_F(SimCli, UnreadableTraceAndBadUsageExit2) {
   EXPECT_EQ(run("--nodes 4 --trace " + trace.string() + " --policy lottery").code, 2);
 }
 
+// --synth instead of --trace: the trace it writes with --trace-out replays to the same figures, the four
+// policies come out, and a spec or option that does not apply is a usage error.
+TEST_F(SimCli, SynthTraceOutReplaysTheSameAndBadSpecsExit2) {
+  const fs::path out = dir_ / "synth.csv";
+  const std::string cluster = "--nodes 16 --leaf-size 4 ";
+  CmdResult a = run(cluster + "--synth jobs=200,seed=3,mix=1:2/8:2/16:1 --load 0.9 --json --trace-out " +
+                    out.string());
+  ASSERT_EQ(a.code, 0) << a.err;
+  CmdResult b = run(cluster + "--trace " + out.string() + " --json");
+  ASSERT_EQ(b.code, 0) << b.err;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  for (const char* policy : {"railyard", "first-fit", "fifo", "slurm-tree"}) {
+    ASSERT_TRUE(ja["policies"].contains(policy)) << policy;
+    EXPECT_EQ(ja["policies"][policy]["jobs"], 200);
+    for (const char* key : {"mean_jct_s", "p99_wait_s", "min_span_share", "makespan_s"})
+      EXPECT_EQ(ja["policies"][policy][key], jb["policies"][policy][key]) << policy << " " << key;
+  }
+  CmdResult bad = run(cluster + "--synth jobs=10,colour=red");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("unknown key"), std::string::npos) << bad.err;
+  EXPECT_EQ(run(cluster + "--synth jobs=10 --scale-gpus 8").code, 2);
+  EXPECT_EQ(run(cluster + "--synth jobs=10,mix=256:1").code, 2);  // 128 GPUs in the cluster
+  EXPECT_EQ(run(cluster).code, 2);                                 // neither --trace nor --synth
+}
+
 }  // namespace
