@@ -115,11 +115,11 @@ struct FailMemo {
 class Pass {
  public:
   // `usage` is built over `classes` of s.cluster with s.health: empty (fresh or reset), or, with
-  // `holds_running`, already exactly what taking every running job in order would make of an empty one.
-  // `scratch` is any usage of that cluster (or none), overwritten by reservation searches.
-  Pass(const Snapshot& s, const NodeClasses& classes, ClusterUsage& usage, std::optional<ClusterUsage>& scratch,
-       bool holds_running = false)
-      : s_(s), classes_(classes), usage_(usage), scratch_(scratch), gone_(s.running.size(), 0), releases_(s.running) {
+  // `holds_running`, already exactly what taking every running job (job i with owner i) would make of an
+  // empty one. `dues`: the running jobs by expected end (Releases::dues_of), or empty to build it on demand.
+  Pass(const Snapshot& s, const NodeClasses& classes, ClusterUsage& usage,
+       std::span<const Releases::Entry> dues = {}, bool holds_running = false)
+      : s_(s), classes_(classes), usage_(usage), gone_(s.running.size(), 0), releases_(*s.cluster, s.running, dues) {
     const bool quotas = !s.user_quota.empty() || !s.project_quota.empty();
     for (size_t i = 0; i < s.running.size(); ++i) {
       const auto& r = s.running[i];
@@ -332,13 +332,13 @@ class Pass {
     std::optional<FoundReservation> found;
     if (budget) {
       auto compact = [&](const ClusterUsage& u, const Request& r) -> std::optional<Choice> {
-        if (cfg.search_shortcuts && r.shape.whole_nodes && !whole_nodes_within(u, r.shape.nodes, needed))
+        if (cfg.search_shortcuts && r.shape.whole_nodes && !u.whole_nodes_in_leaves(r.shape.nodes, needed))
           return std::nullopt;
         auto c = place(u, r);
         if (c && leaves_of(c->gpus).first > needed) c.reset();
         return c;
       };
-      found = find_reservation(releases_, usage_, req, s_.now, compact, scratch_);
+      found = find_reservation(releases_, usage_, req, s_.now, compact, undo_);
       if (!found) return false;
     }
     pend(job, priority, PendingReason::kCompact,
@@ -356,27 +356,6 @@ class Pass {
     releases_.add(held.end, {}, {});
     plan_.reservations.push_back({job.id, found->start_time, std::move(found->gpus)});
     return true;
-  }
-
-  // Whether `n` whole nodes could lie in `groups` leaf groups: the `groups` leaf groups with the most whole
-  // free nodes hold n between them. A necessary condition for a compact whole-node placement (eligibility
-  // and reservations only lower the counts), and O(leaf groups) where the placer is O(nodes): most tries of
-  // a compact reservation search fail here.
-  bool whole_nodes_within(const ClusterUsage& u, int n, int groups) {
-    const auto& leaves = s_.cluster->leaves();
-    if (groups == 1) {
-      for (topology::DomainId l : leaves)
-        if (u.whole_free_nodes(l) >= n) return true;
-      return false;
-    }
-    whole_counts_.clear();
-    for (topology::DomainId l : leaves) whole_counts_.push_back(u.whole_free_nodes(l));
-    const auto top = std::min<size_t>(static_cast<size_t>(groups), whole_counts_.size());
-    std::partial_sort(whole_counts_.begin(), whole_counts_.begin() + static_cast<std::ptrdiff_t>(top),
-                      whole_counts_.end(), std::greater<>());
-    int sum = 0;
-    for (size_t i = 0; i < top; ++i) sum += whole_counts_[i];
-    return sum >= n;
   }
 
   // "waiting 3 min for 4 nodes in 1 leaf group (su002), reserved from t=…; now: 3 leaf groups, allreduce
@@ -437,7 +416,7 @@ class Pass {
     if (reservations_ < s_.config.reservation_depth && req.replicas == 1) {
       auto found = find_reservation(
           releases_, usage_, req, s_.now, [&](const ClusterUsage& u, const Request& r) { return place(u, r); },
-          scratch_);
+          undo_);
       if (found) {
         ++reservations_;
         const Window held{found->start_time,
@@ -458,13 +437,12 @@ class Pass {
   std::vector<int> present_;  // per class: nodes not removed; empty when none is
   int removed_ = 0;
   ClusterUsage& usage_;
-  std::optional<ClusterUsage>& scratch_;
+  ClusterUsage::UndoLog undo_;  // reservation searches' buffer
   std::vector<char> gone_;
   Releases releases_;
   FailMemo memo_;
   std::unordered_map<std::string, int> user_used_, project_used_;
   int reservations_ = 0;
-  std::vector<int> whole_counts_;  // whole_nodes_within's buffer
   int compact_reservations_ = 0;  // compact waits' reservations: a budget of their own (compact_reservation_depth)
   std::optional<JobId> blocked_by_;
   Plan plan_;
@@ -472,58 +450,117 @@ class Pass {
 
 }  // namespace
 
-// Between passes `work` keeps the last pass's usage: the running jobs of its snapshot (`held`), then the
-// plan's starts (`started`), in that order, plus reservations. When the next snapshot's running list is
-// exactly that sequence (a shell that applied every start and ended nothing, as the simulator does after
-// arrivals), the usage a fresh pass would build is `work` without its reservations (take order, hence
-// bucket order, is the same), so the rebuild is skipped. Anything else rebuilds.
+// Between passes `work` keeps the last pass's usage: the running jobs of its snapshot (`held`, job i with
+// owner i) and the plan's starts (`started`, owner running.size() + k), plus reservations. The next pass
+// brings it to the new running list by difference: reservations dropped, the GPUs of jobs that left given
+// back, jobs that moved in the list relabelled, new ones taken. A usage does not depend on the order GPUs
+// were taken and given in (usage.hpp), so that equals a fresh build. MIG slices and preemption (a victim's
+// GPUs overlap its preemptor's until it leaves) rebuild instead. `dues` follows the same difference.
 struct Scheduler::State {
-  struct Held {  // a running job as the usage took it; its GPU buffer identifies the same vector
-    JobId id;
-    const GpuId* gpus;
-    size_t gpu_count;
-    const MigSlice* slices;
-    size_t slice_count;
+  struct Held {
+    JobId id = 0;
+    int64_t end = 0;
+    const GpuId* buffer = nullptr;  // the snapshot's vector this was copied from
+    std::vector<GpuId> gpus;
   };
   const topology::Cluster* cluster = nullptr;
   std::vector<NodeHealth> health;
   std::unique_ptr<NodeClasses> classes;
   std::unique_ptr<ClusterUsage> empty;  // fresh usage for `health`
-  std::unique_ptr<ClusterUsage> work;   // the pass's usage, reset before each pass
-  std::optional<ClusterUsage> scratch;  // reservation searches' replay
-  bool reusable = false;                // `work` holds held + started (and reservations)
-  std::vector<Held> held;
-  std::vector<std::pair<JobId, std::vector<GpuId>>> started;
+  std::unique_ptr<ClusterUsage> work;   // the pass's usage
+  bool reusable = false;                // `work` holds `held` and `started` (and reservations)
+  std::vector<Held> held;               // by position in the last snapshot's running list
+  std::vector<Held> started;            // the last plan's starts, in plan order
+  std::vector<Releases::Entry> dues;    // the running jobs' releases by expected end
+  bool held_slices = false;             // some job in `held` holds MIG slices (not recorded there)
 
-  bool running_is_held_then_started(const Snapshot& s) const {
-    if (!reusable || s.running.size() != held.size() + started.size()) return false;
-    for (size_t i = 0; i < held.size(); ++i) {
+  static Held held_of(const RunningJob& r) { return {r.id, r.expected_end(), r.gpus.data(), r.gpus}; }
+  // Whether running job `r` is what `work` holds as `h`: the same id and GPUs. Contract with the shell: a
+  // job that stays with the same `gpus` buffer kept its GPUs and expected end unmodified (the simulator's
+  // case), so that check reads no job memory; any other is compared by value.
+  static bool same(const Held& h, const RunningJob& r) {
+    if (h.id != r.id || h.gpus.size() != r.gpus.size() || !r.slices.empty()) return false;
+    return h.buffer == r.gpus.data() || h.gpus == r.gpus;
+  }
+
+  void rebuild(const Snapshot& s) {
+    if (work)
+      work->reset_to(*empty);
+    else
+      work = std::make_unique<ClusterUsage>(*empty);
+    held.clear();
+    held_slices = false;
+    for (size_t i = 0; i < s.running.size(); ++i) {
       const RunningJob& r = s.running[i];
-      const Held& h = held[i];
-      if (r.id != h.id || r.gpus.data() != h.gpus || r.gpus.size() != h.gpu_count || r.slices.data() != h.slices ||
-          r.slices.size() != h.slice_count)
-        return false;
+      if (i + 4 < s.running.size()) __builtin_prefetch(s.running[i + 4].gpus.data());  // a miss per job otherwise
+      work->take(r.gpus, static_cast<int32_t>(i));
+      for (const auto& sl : r.slices) work->take_slice(sl);
+      held_slices = held_slices || !r.slices.empty();
+      held.push_back(held_of(r));
     }
-    for (size_t j = 0; j < started.size(); ++j) {
-      const RunningJob& r = s.running[held.size() + j];
-      if (r.id != started[j].first || !r.slices.empty() || r.gpus != started[j].second) return false;
+    dues = Releases::dues_of(*cluster, s.running);
+  }
+
+  // Brings `work` from held + started to s.running; false (nothing changed) when a rebuild is needed.
+  bool update(const Snapshot& s) {
+    if (held_slices) return false;
+    const size_t n = s.running.size();
+    std::vector<uint32_t> changed;
+    for (size_t i = 0; i < n; ++i) {
+      const RunningJob& r = s.running[i];
+      if (!r.slices.empty()) return false;
+      if (i < held.size() && same(held[i], r)) {
+        if (held[i].buffer == r.gpus.data()) continue;
+        held[i].buffer = r.gpus.data();
+        if (held[i].end != r.expected_end()) changed.push_back(static_cast<uint32_t>(i));  // its limit changed
+        continue;
+      }
+      changed.push_back(static_cast<uint32_t>(i));
     }
+    // What `work` holds at the changed positions, past the new list's end, and the starts: each with its owner.
+    std::vector<std::pair<Held, int32_t>> displaced;
+    for (uint32_t i : changed)
+      if (i < held.size()) displaced.emplace_back(std::move(held[i]), static_cast<int32_t>(i));
+    for (size_t j = n; j < held.size(); ++j) displaced.emplace_back(std::move(held[j]), static_cast<int32_t>(j));
+    for (size_t k = 0; k < started.size(); ++k)
+      displaced.emplace_back(std::move(started[k]), static_cast<int32_t>(held.size() + k));
+    std::unordered_map<JobId, size_t> by_id;
+    for (size_t d = 0; d < displaced.size(); ++d) by_id.emplace(displaced[d].first.id, d);
+    std::vector<char> kept(displaced.size(), 0);
+    std::vector<uint32_t> to_take;
+    work->drop_reservations();
+    for (uint32_t i : changed) {
+      const RunningJob& r = s.running[i];
+      auto it = by_id.find(r.id);
+      if (it != by_id.end() && !kept[it->second] && displaced[it->second].first.gpus == r.gpus) {
+        kept[it->second] = 1;
+        if (displaced[it->second].second != static_cast<int32_t>(i)) work->relabel(r.gpus, static_cast<int32_t>(i));
+      } else {
+        to_take.push_back(i);
+      }
+    }
+    for (size_t d = 0; d < displaced.size(); ++d)
+      if (!kept[d]) work->give(displaced[d].first.gpus);
+    for (uint32_t i : to_take) work->take(s.running[i].gpus, static_cast<int32_t>(i));
+    // held and dues follow: drop the changed and vanished positions, add the changed ones as they are now.
+    held.resize(n);
+    std::vector<char> stale(std::max(n, dues.size()), 0);
+    for (uint32_t i : changed) held[i] = held_of(s.running[i]), stale[i] = 1;
+    std::erase_if(dues, [&](const Releases::Entry& d) { return d.index >= n || stale[d.index]; });
+    const auto mid = static_cast<std::ptrdiff_t>(dues.size());
+    for (uint32_t i : changed) Releases::append(dues, *cluster, held[i].end, i, s.running[i].gpus, {});
+    std::sort(dues.begin() + mid, dues.end(), Releases::by_end);
+    std::inplace_merge(dues.begin(), dues.begin() + mid, dues.end(), Releases::by_end);
     return true;
   }
-  static Held held_of(const RunningJob& r) { return {r.id, r.gpus.data(), r.gpus.size(), r.slices.data(), r.slices.size()}; }
-  // After a pass on `s` that returned `plan`: what `work` now holds, if the next pass may reuse it.
-  void remember(const Snapshot& s, const Plan& plan, bool reused) {
+
+  // After a pass on `s` that returned `plan`: what `work` now holds, if the next pass may start from it.
+  void remember(const Plan& plan) {
     reusable = std::all_of(plan.starts.begin(), plan.starts.end(),
                            [](const Placement& p) { return p.preempts.empty() && p.slices.empty(); });
-    if (!reusable) return;
-    if (reused) {  // held already matches s.running's first part
-      for (size_t j = held.size(); j < s.running.size(); ++j) held.push_back(held_of(s.running[j]));
-    } else {
-      held.clear();
-      for (const RunningJob& r : s.running) held.push_back(held_of(r));
-    }
     started.clear();
-    for (const Placement& p : plan.starts) started.emplace_back(p.job, p.gpus);
+    if (!reusable) return;
+    for (const Placement& p : plan.starts) started.push_back({p.job, 0, nullptr, p.gpus});
   }
 };
 
@@ -543,19 +580,12 @@ Plan Scheduler::schedule(const Snapshot& snapshot) {
   if (!st.empty || st.health != snapshot.health) {
     st.health = snapshot.health;
     st.empty = std::make_unique<ClusterUsage>(*st.cluster, *st.classes, st.health);
-    st.work.reset();
     st.reusable = false;
   }
-  const bool reuse = st.work && st.running_is_held_then_started(snapshot);
-  if (reuse)
-    st.work->drop_reservations();
-  else if (st.work)
-    st.work->reset_to(*st.empty);
-  else
-    st.work = std::make_unique<ClusterUsage>(*st.empty);
+  if (!st.reusable || !st.work || !st.update(snapshot)) st.rebuild(snapshot);
   st.reusable = false;
-  Plan plan = Pass(snapshot, *st.classes, *st.work, st.scratch, reuse).run();
-  st.remember(snapshot, plan, reuse);
+  Plan plan = Pass(snapshot, *st.classes, *st.work, st.dues, true).run();
+  st.remember(plan);
   return plan;
 }
 
@@ -563,8 +593,7 @@ Plan schedule(const Snapshot& snapshot) {
   if (!snapshot.cluster) return {};
   NodeClasses classes(*snapshot.cluster);
   ClusterUsage usage(*snapshot.cluster, classes, snapshot.health);
-  std::optional<ClusterUsage> scratch;
-  return Pass(snapshot, classes, usage, scratch).run();
+  return Pass(snapshot, classes, usage).run();
 }
 
 }  // namespace railyard::sched

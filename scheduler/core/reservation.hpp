@@ -1,13 +1,15 @@
 // Earliest-start search for a blocked job: replay the expected releases of running jobs (their time limits)
-// on a copy of the usage and try the placer at each release time, honouring earlier reservations.
+// on the usage (undone afterwards) and try the placer at each release time, honouring earlier reservations.
 // After 16 failed tries it gallops (tries every 2nd, 4th, ... release time): the start it then finds may be
 // later than the earliest possible one, which is safe (a late reservation delays no one).
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "scheduler/core/usage.hpp"
@@ -16,67 +18,88 @@
 
 namespace railyard::sched {
 
-// GPUs coming back at known times: the running jobs' expected ends, then what the pass adds. sorted() is
-// the stable sort by end of that sequence; it is built at its first use, so a pass that never searches a
-// reservation never reads the running jobs' specs. Spans borrow the snapshot's and the plan's vectors,
-// whose buffers stay put for the whole pass.
+// GPUs coming back at known times: the running jobs' expected ends, then what the pass adds, as one entry
+// per node (a mask of its GPUs) or per MIG slice, read in order of end through a Cursor. The order among
+// equal ends is unspecified: a replay gives back every release at one time before it tries the placer, and
+// a usage does not depend on the order GPUs came back in. Slice entries point into the snapshot's and the
+// plan's vectors, whose buffers stay put for the whole pass.
 class Releases {
  public:
-  explicit Releases(std::span<const RunningJob> running = {}) : running_(running) {}
-  void add(int64_t end, std::span<const GpuId> gpus, std::span<const MigSlice> slices) {
-    items_.push_back({end, gpus, slices});
-    sorted_ = false;
-  }
-  struct Item {
+  struct Entry {
     int64_t end;
-    std::span<const GpuId> gpus;
-    std::span<const MigSlice> slices;
+    uint32_t index;  // the running job's index in the snapshot (kAdded for what the pass adds)
+    NodeId node;     // -1: a slice, or a time marker with nothing to give
+    uint64_t mask;   // the node's GPUs (local indices) that come back
+    const MigSlice* slice;
   };
-  const std::vector<Item>& sorted() const {
-    if (!running_.empty()) {  // the running jobs come first in the sequence
-      std::vector<Item> all;
-      all.reserve(running_.size() + items_.size());
-      for (const RunningJob& r : running_) all.push_back({r.expected_end(), r.gpus, r.slices});
-      all.insert(all.end(), items_.begin(), items_.end());
-      items_ = std::move(all);
-      running_ = {};
-      sorted_ = false;
-      sorted_prefix_ = 0;
+  static constexpr uint32_t kAdded = UINT32_MAX;
+  static bool by_end(const Entry& a, const Entry& b) { return a.end < b.end; }
+
+  // Appends the entries of one holder's GPUs and slices (GPUs grouped by runs on one node).
+  static void append(std::vector<Entry>& out, const topology::Cluster& c, int64_t end, uint32_t index,
+                     std::span<const GpuId> gpus, std::span<const MigSlice> slices) {
+    for (size_t i = 0; i < gpus.size();) {
+      const NodeId n = c.node_of(gpus[i]);
+      uint64_t mask = 0;
+      for (; i < gpus.size() && c.node_of(gpus[i]) == n; ++i) mask |= uint64_t{1} << c.local_index(gpus[i]);
+      out.push_back({end, index, n, mask, nullptr});
     }
-    if (!sorted_) {
-      // Stable by end: the sorted prefix came earlier in the sequence than the items added since, so
-      // sorting those alone and merging (which keeps the prefix first among equal ends) is the same as
-      // sorting everything again.
-      const auto by_end = [](const Item& a, const Item& b) { return a.end < b.end; };
-      const auto mid = items_.begin() + static_cast<std::ptrdiff_t>(sorted_prefix_);
-      if (sorted_prefix_ == 0 && items_.size() > 64) {
-        sort_by_keys();
-      } else {
-        std::stable_sort(mid, items_.end(), by_end);
-        std::inplace_merge(items_.begin(), mid, items_.end(), by_end);
-      }
-      sorted_ = true;
-      sorted_prefix_ = items_.size();
-    }
-    return items_;
+    for (const MigSlice& sl : slices) out.push_back({end, index, -1, 0, &sl});
   }
+  // Every running job's entries, sorted by end.
+  static std::vector<Entry> dues_of(const topology::Cluster& c, std::span<const RunningJob> running) {
+    std::vector<Entry> out;
+    out.reserve(running.size());
+    for (size_t i = 0; i < running.size(); ++i)
+      append(out, c, running[i].expected_end(), static_cast<uint32_t>(i), running[i].gpus, running[i].slices);
+    std::sort(out.begin(), out.end(), by_end);
+    return out;
+  }
+
+  // `dues`: the running jobs' entries sorted by end (Scheduler keeps them across passes). Without them,
+  // they are built at first use, so a pass that never searches a reservation never reads the running jobs.
+  explicit Releases(const topology::Cluster& cluster, std::span<const RunningJob> running = {},
+                    std::span<const Entry> dues = {})
+      : cluster_(&cluster), running_(running), dues_(dues), have_dues_(running.empty() || !dues.empty()) {}
+  void add(int64_t end, std::span<const GpuId> gpus, std::span<const MigSlice> slices) {
+    scratch_.clear();
+    append(scratch_, *cluster_, end, kAdded, gpus, slices);
+    if (scratch_.empty()) scratch_.push_back({end, kAdded, -1, 0, nullptr});  // a time to try at
+    const auto at = std::upper_bound(added_.begin(), added_.end(), scratch_.front(), by_end);
+    added_.insert(at, scratch_.begin(), scratch_.end());
+  }
+
+  // Merges the running jobs' entries with the added ones, by end.
+  class Cursor {
+   public:
+    explicit Cursor(const Releases& r) : dues_(r.dues()), added_(r.added_) {}
+    bool done() const { return d_ == dues_.size() && a_ == added_.size(); }
+    const Entry& entry() const { return from_dues() ? dues_[d_] : added_[a_]; }
+    void next() { from_dues() ? ++d_ : ++a_; }
+
+   private:
+    bool from_dues() const { return d_ < dues_.size() && (a_ == added_.size() || dues_[d_].end <= added_[a_].end); }
+    std::span<const Entry> dues_, added_;
+    size_t d_ = 0, a_ = 0;
+  };
 
  private:
-  // Stable sort by end of all items: sort (end, position) keys, then gather the items in that order.
-  void sort_by_keys() const {
-    std::vector<std::pair<int64_t, uint32_t>> keys(items_.size());
-    for (size_t i = 0; i < items_.size(); ++i) keys[i] = {items_[i].end, static_cast<uint32_t>(i)};
-    std::sort(keys.begin(), keys.end());
-    std::vector<Item> out;
-    out.reserve(items_.size());
-    for (const auto& key : keys) out.push_back(items_[key.second]);
-    items_ = std::move(out);
+  std::span<const Entry> dues() const {
+    if (!have_dues_) {
+      own_dues_ = dues_of(*cluster_, running_);
+      dues_ = own_dues_;
+      have_dues_ = true;
+    }
+    return dues_;
   }
 
-  mutable std::span<const RunningJob> running_;
-  mutable std::vector<Item> items_;
-  mutable size_t sorted_prefix_ = 0;  // items_[0, sorted_prefix_) are sorted
-  mutable bool sorted_ = true;
+  const topology::Cluster* cluster_;
+  std::span<const RunningJob> running_;
+  mutable std::span<const Entry> dues_;
+  mutable std::vector<Entry> own_dues_;
+  mutable bool have_dues_;
+  std::vector<Entry> added_;  // sorted by end
+  std::vector<Entry> scratch_;
 };
 
 struct FoundReservation {
@@ -84,40 +107,53 @@ struct FoundReservation {
   std::vector<GpuId> gpus;
 };
 
-// `reuse` holds the replay: a copy of `usage` is assigned to it (an empty optional gets one), so a
-// caller that keeps it across searches reuses its buffers.
+// Whether `usage` has the free GPUs, and the nodes with as many free GPUs as the smallest share of the
+// shape, that one replica of `req` needs: a necessary condition (reservations only lower the counts), in
+// O(classes × GPUs per node), where a placer try is O(nodes).
+inline bool enough_by_count(const ClusterUsage& usage, const Request& req) {
+  int free = 0, nodes = 0;
+  const int smallest = req.shape.per_node.empty() ? 1 : req.shape.per_node.back();
+  for (int c = 0; c < usage.classes().count(); ++c) {
+    if (!req.eligible[c]) continue;
+    free += usage.class_free(c);
+    nodes += usage.nodes_with_free(c, smallest);
+  }
+  return free >= req.shape.total && nodes >= req.shape.nodes;
+}
+
+// Replays the releases on `usage` itself (released with an undo log, restored before returning), so a
+// search costs O(entries released until it fits), not a copy of the usage. `log` is the
+// caller's buffer, cleared here.
 template <typename PlaceFn>
-std::optional<FoundReservation> find_reservation(const Releases& releases, const ClusterUsage& usage, Request req,
-                                                 int64_t now, PlaceFn place, std::optional<ClusterUsage>& reuse) {
+std::optional<FoundReservation> find_reservation(const Releases& releases, ClusterUsage& usage, Request req,
+                                                 int64_t now, PlaceFn place, ClusterUsage::UndoLog& log) {
   const int64_t duration = req.window.end >= kForever ? kForever : req.window.end - req.window.start;
-  if (reuse)
-    *reuse = usage;
-  else
-    reuse.emplace(usage);
-  ClusterUsage& scratch = *reuse;
-  const auto& items = releases.sorted();
+  log.clear();
+  std::optional<FoundReservation> found;
   int failures = 0, stride = 1, since_try = 0;
-  for (size_t i = 0; i < items.size();) {
-    const int64_t t = std::max(now, items[i].end);
+  for (Releases::Cursor it(releases); !it.done() && !found;) {
+    const int64_t t = std::max(now, it.entry().end);
     if (t >= kForever) break;
-    for (; i < items.size() && std::max(now, items[i].end) == t; ++i) {
-      scratch.give(items[i].gpus);
-      for (const auto& sl : items[i].slices) scratch.give_slice(sl);
+    for (; !it.done() && std::max(now, it.entry().end) == t; it.next()) {
+      const Releases::Entry& e = it.entry();
+      if (e.slice)
+        usage.give_slice(*e.slice, &log);
+      else if (e.node >= 0)
+        usage.release(e.node, e.mask, log);
     }
-    int free = 0;
-    for (int c = 0; c < scratch.classes().count(); ++c)
-      if (req.eligible[c]) free += scratch.class_free(c);
-    if (free < req.shape.total && !req.is_mig()) continue;
-    if (++since_try < stride && i < items.size()) continue;
+    if (!req.is_mig() && !enough_by_count(usage, req)) continue;
+    if (++since_try < stride && !it.done()) continue;
     since_try = 0;
     req.window = {t, duration >= kForever ? kForever : t + duration};
-    if (auto choice = place(scratch, req)) {
-      if (choice->gpus.empty()) return std::nullopt;  // MIG slices are not reserved
-      return FoundReservation{t, std::move(choice->gpus)};
+    if (auto choice = place(std::as_const(usage), req)) {
+      if (choice->gpus.empty()) break;  // MIG slices are not reserved
+      found = FoundReservation{t, std::move(choice->gpus)};
+    } else if (++failures >= 16) {
+      stride *= 2;
     }
-    if (++failures >= 16) stride *= 2;
   }
-  return std::nullopt;
+  usage.undo(log);
+  return found;
 }
 
 }  // namespace railyard::sched

@@ -1,6 +1,7 @@
 #include "scheduler/core/usage.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace railyard::sched {
 
@@ -26,6 +27,18 @@ NodeClasses::NodeClasses(const topology::Cluster& cluster) {
   }
 }
 
+NodeId NodeSet::next(NodeId from) const {
+  if (from < 0) from = 0;
+  size_t w = static_cast<size_t>(from) / 64;
+  if (w >= words_.size()) return -1;
+  uint64_t bits = words_[w] & (~uint64_t{0} << (from % 64));
+  while (bits == 0) {
+    if (++w >= words_.size()) return -1;
+    bits = words_[w];
+  }
+  return static_cast<NodeId>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+}
+
 ClusterUsage::ClusterUsage(const topology::Cluster& cluster, const NodeClasses& classes,
                            std::span<const NodeHealth> health)
     : cluster_(&cluster), classes_(&classes) {
@@ -36,33 +49,25 @@ ClusterUsage::ClusterUsage(const topology::Cluster& cluster, const NodeClasses& 
   owner_.assign(cluster.gpu_count(), kFree);
   mig_.assign(cluster.gpu_count(), 0);
   node_free_.assign(nodes, 0);
+  free_mask_.assign(nodes, 0);
   domain_whole_.assign(cluster.domains().size(), 0);
+  int widest = 0;
+  for (topology::DomainId l : cluster.leaves())
+    widest = std::max(widest, cluster.domain(l).end_node - cluster.domain(l).first_node);
+  leaves_by_whole_.assign(static_cast<size_t>(widest) + 1, 0);
+  leaves_by_whole_[0] = static_cast<int32_t>(cluster.leaves().size());
   class_free_.assign(classes.count(), 0);
   buckets_.resize(classes.count());
   for (int c = 0; c < classes.count(); ++c)
-    buckets_[c].resize(cluster.profiles()[classes.class_profile[c]].gpus + 1);
-  bucket_pos_.assign(nodes, -1);
+    buckets_[c].assign(cluster.profiles()[classes.class_profile[c]].gpus + 1, NodeSet(nodes));
   split_pos_.assign(cluster.gpu_count(), -1);
   node_reserved_.assign(nodes, 0);
   reserved_index_.assign(cluster.gpu_count(), -1);
-  for (NodeId n = 0; n < nodes; ++n) set_node_free(n, cluster.node(n).gpus);
-}
-
-void ClusterUsage::bucket_remove(NodeId n) {
-  if (bucket_pos_[n] < 0) return;
-  auto& b = buckets_[classes_->class_of[n]][node_free_[n]];
-  NodeId last = b.back();
-  b[bucket_pos_[n]] = last;
-  bucket_pos_[last] = bucket_pos_[n];
-  b.pop_back();
-  bucket_pos_[n] = -1;
-}
-
-void ClusterUsage::bucket_add(NodeId n) {
-  if (!usable_[n] || node_free_[n] == 0) return;
-  auto& b = buckets_[classes_->class_of[n]][node_free_[n]];
-  bucket_pos_[n] = static_cast<int32_t>(b.size());
-  b.push_back(n);
+  for (NodeId n = 0; n < nodes; ++n) {
+    const int gpus = cluster.node(n).gpus;  // at most 64 (topology::Cluster checks profiles)
+    free_mask_[n] = gpus == 64 ? ~uint64_t{0} : (uint64_t{1} << gpus) - 1;
+    set_node_free(n, gpus);
+  }
 }
 
 // Moves node n to a new free count, keeping buckets, class totals and whole-free domain counters right.
@@ -70,27 +75,64 @@ void ClusterUsage::set_node_free(NodeId n, int count) {
   const auto& node = cluster_->node(n);
   const int old = node_free_[n];
   if (usable_[n]) {
-    bucket_remove(n);
+    auto& buckets = buckets_[classes_->class_of[n]];
+    if (old > 0) buckets[old].erase(n);
+    if (count > 0) buckets[count].insert(n);
     class_free_[classes_->class_of[n]] += count - old;
     const bool was_whole = old == node.gpus, is_whole = count == node.gpus;
-    if (was_whole != is_whole)
+    if (was_whole != is_whole) {
       for (topology::DomainId d : node.up)
         if (d >= 0) domain_whole_[d] += is_whole ? 1 : -1;
+      if (const topology::DomainId leaf = node.leaf(); leaf >= 0) {
+        --leaves_by_whole_[domain_whole_[leaf] - (is_whole ? 1 : -1)];
+        ++leaves_by_whole_[domain_whole_[leaf]];
+      }
+    }
   }
   node_free_[n] = static_cast<int16_t>(count);
-  bucket_add(n);
+}
+
+bool ClusterUsage::whole_nodes_in_leaves(int n, int groups) const {
+  int sum = 0;
+  for (size_t w = leaves_by_whole_.size(); w-- > 1 && groups > 0 && sum < n;) {
+    const int take = std::min(groups, leaves_by_whole_[w]);
+    sum += take * static_cast<int>(w);
+    groups -= take;
+  }
+  return sum >= n;
+}
+
+// Sets one GPU's owner and its node's free mask; the caller moves the node's free count.
+void ClusterUsage::set_owner(GpuId g, int32_t owner) {
+  owner_[g] = owner;
+  const NodeId n = cluster_->node_of(g);
+  const uint64_t bit = uint64_t{1} << (g - cluster_->node(n).first_gpu);
+  if (owner == kFree)
+    free_mask_[n] |= bit;
+  else
+    free_mask_[n] &= ~bit;
+}
+
+void ClusterUsage::split_add(GpuId g) {
+  split_pos_[g] = static_cast<int32_t>(split_.size());
+  split_.push_back(g);
+}
+
+void ClusterUsage::split_remove(GpuId g) {
+  const GpuId last = split_.back();
+  split_[split_pos_[g]] = last;
+  split_pos_[last] = split_pos_[g];
+  split_.pop_back();
+  split_pos_[g] = -1;
 }
 
 void ClusterUsage::take(std::span<const GpuId> gpus, int32_t owner) {
-  // One set_node_free per run of GPUs on one node: moving a node f -> f-1 -> ... -> f-m one step at a time
-  // leaves it at the end of each intermediate bucket, so every later step removes it without moving
-  // another node; the buckets end exactly as after the single move f -> f-m.
   for (size_t i = 0; i < gpus.size();) {
     const NodeId n = cluster_->node_of(gpus[i]);
     int taken = 0;
     for (; i < gpus.size() && cluster_->node_of(gpus[i]) == n; ++i) {
-      if (owner_[gpus[i]] != kFree) continue;  // already held: the caller's bug; never count twice
-      owner_[gpus[i]] = owner;
+      if (!gpu_free(gpus[i])) continue;  // already held: the caller's bug; never count twice
+      set_owner(gpus[i], owner);
       ++taken;
     }
     if (taken > 0) set_node_free(n, node_free_[n] - taken);
@@ -102,40 +144,73 @@ void ClusterUsage::give(std::span<const GpuId> gpus) {
     const NodeId n = cluster_->node_of(gpus[i]);
     int given = 0;
     for (; i < gpus.size() && cluster_->node_of(gpus[i]) == n; ++i) {
-      if (owner_[gpus[i]] == kFree || owner_[gpus[i]] == kMig) continue;
-      owner_[gpus[i]] = kFree;
+      const GpuId g = gpus[i];
+      if (gpu_free(g) || owner_[g] == kMig) continue;
+      set_owner(g, kFree);
       ++given;
     }
     if (given > 0) set_node_free(n, node_free_[n] + given);
   }
 }
 
+void ClusterUsage::release(NodeId n, uint64_t mask, UndoLog& log) {
+  uint64_t freed = mask & ~free_mask_[n];
+  if (!split_.empty()) {  // a GPU split for MIG is not free either, and comes back only with its slices
+    const GpuId first = cluster_->node(n).first_gpu;
+    for (uint64_t m = freed; m; m &= m - 1)
+      if (const int i = std::countr_zero(m); owner_[first + i] == kMig) freed &= ~(uint64_t{1} << i);
+  }
+  if (freed == 0) return;
+  log.push_back({n, -1, free_mask_[n], 0, 0});
+  free_mask_[n] |= freed;
+  set_node_free(n, std::popcount(free_mask_[n]));
+}
+
+void ClusterUsage::relabel(std::span<const GpuId> gpus, int32_t owner) {
+  for (GpuId g : gpus)
+    if (owner_[g] >= 0) owner_[g] = owner;
+}
+
 void ClusterUsage::take_slice(const MigSlice& s) {
   uint8_t bits = static_cast<uint8_t>(((1u << s.slots) - 1) << s.first_slot);
   if (mig_[s.gpu] == 0) {
     if (owner_[s.gpu] != kFree) return;
-    owner_[s.gpu] = kMig;
+    set_owner(s.gpu, kMig);
     NodeId n = cluster_->node_of(s.gpu);
     set_node_free(n, node_free_[n] - 1);
-    split_pos_[s.gpu] = static_cast<int32_t>(split_.size());
-    split_.push_back(s.gpu);
+    split_add(s.gpu);
   }
   mig_[s.gpu] |= bits;
 }
 
-void ClusterUsage::give_slice(const MigSlice& s) {
+void ClusterUsage::give_slice(const MigSlice& s, UndoLog* log) {
   uint8_t bits = static_cast<uint8_t>(((1u << s.slots) - 1) << s.first_slot);
   if (owner_[s.gpu] != kMig) return;
+  if (log) log->push_back({-1, s.gpu, 0, kMig, mig_[s.gpu]});
   mig_[s.gpu] &= static_cast<uint8_t>(~bits);
   if (mig_[s.gpu] != 0) return;
-  owner_[s.gpu] = kFree;  // the last slice left: the GPU is whole again
+  set_owner(s.gpu, kFree);  // the last slice left: the GPU is whole again
   NodeId n = cluster_->node_of(s.gpu);
   set_node_free(n, node_free_[n] + 1);
-  GpuId last = split_.back();
-  split_[split_pos_[s.gpu]] = last;
-  split_pos_[last] = split_pos_[s.gpu];
-  split_.pop_back();
-  split_pos_[s.gpu] = -1;
+  split_remove(s.gpu);
+}
+
+void ClusterUsage::undo(const UndoLog& log) {
+  for (auto it = log.rbegin(); it != log.rend(); ++it) {  // newest first
+    if (it->node >= 0) {
+      free_mask_[it->node] = it->free_mask;
+      set_node_free(it->node, std::popcount(it->free_mask));
+      continue;
+    }
+    const GpuId g = it->gpu;
+    if (owner_[g] == kFree) {  // a slice's GPU given back whole: split again
+      set_owner(g, it->owner);
+      const NodeId n = cluster_->node_of(g);
+      set_node_free(n, node_free_[n] - 1);
+      split_add(g);
+    }
+    mig_[g] = it->mig;
+  }
 }
 
 void ClusterUsage::reserve(std::span<const GpuId> gpus, Window w) {
@@ -151,7 +226,7 @@ void ClusterUsage::reserve(std::span<const GpuId> gpus, Window w) {
 }
 
 bool ClusterUsage::gpu_usable(GpuId g, Window w) const {
-  if (owner_[g] != kFree) return false;
+  if (!gpu_free(g)) return false;
   if (reserved_index_[g] < 0) return true;
   for (const Window& r : reserved_windows_[reserved_index_[g]])
     if (r.start < w.end && w.start < r.end) return false;
@@ -199,10 +274,11 @@ void ClusterUsage::reset_to(const ClusterUsage& empty) {
   }
   usable_ = empty.usable_;
   node_free_ = empty.node_free_;
+  free_mask_ = empty.free_mask_;
   domain_whole_ = empty.domain_whole_;
+  leaves_by_whole_ = empty.leaves_by_whole_;
   class_free_ = empty.class_free_;
   buckets_ = empty.buckets_;
-  bucket_pos_ = empty.bucket_pos_;
   node_reserved_ = empty.node_reserved_;
 }
 

@@ -52,6 +52,22 @@ std::optional<NodeId> whole_node_in_fullest_leaf(const ClusterUsage& u, const Re
   return std::nullopt;
 }
 
+// Among `bucket`'s nodes with k usable GPUs, one in the leaf group with the fewest whole free nodes (lowest
+// id among those), so small jobs fill leaves that are already broken and whole ones stay whole for gangs.
+std::optional<NodeId> in_most_fragmented_leaf(const ClusterUsage& u, const Request& r, const NodeSet& bucket, int k) {
+  const auto& c = u.cluster();
+  std::optional<NodeId> best;
+  int best_whole = 0;
+  for (NodeId n = bucket.empty() ? -1 : bucket.next(0); n >= 0; n = bucket.next(n + 1)) {
+    const int whole = u.whole_free_nodes(c.node(n).leaf());
+    if (best && whole >= best_whole) continue;
+    if (u.usable_on(n, r.window) < k) continue;
+    best = n, best_whole = whole;
+    if (whole == 0) break;  // none better
+  }
+  return best;
+}
+
 std::optional<Choice> place_single(const ClusterUsage& u, const Request& r, int k) {
   const bool spread = r.layout == jobs::Layout::kSpread;
   std::optional<NodeId> best;
@@ -66,11 +82,7 @@ std::optional<Choice> place_single(const ClusterUsage& u, const Request& r, int 
       if (f == size && !spread) {
         found = whole_node_in_fullest_leaf(u, r, cls);
       } else {
-        for (NodeId n : u.bucket(cls, f))  // bucket order is deterministic; the first that fits will do
-          if (u.usable_on(n, r.window) >= k) {
-            found = n;
-            break;
-          }
+        found = in_most_fragmented_leaf(u, r, u.bucket(cls, f), k);
       }
       if (found) {
         best = found, best_free = f;
@@ -149,6 +161,7 @@ std::vector<uint64_t> rail_sets(int k, int size) {
 }
 
 bool set_usable(const ClusterUsage& u, NodeId n, uint64_t set, Window w) {
+  if (!u.node_has_reservations(n)) return (u.free_mask(n) & set) == set;
   const auto& node = u.cluster().node(n);
   for (uint64_t m = set; m; m &= m - 1) {
     int i = std::countr_zero(m);

@@ -1,6 +1,6 @@
 // Placement stages after the filter (request.hpp): candidates -> score -> select.
 //
-//   single node (k <= node size): best fit over free-count buckets (the node left with the fewest free GPUs),
+//   single node (k <= node size): best fit over free-count buckets (the node left with the fewest free GPUs, lowest id first),
 //     breaking a whole node only when no partly used one has room, then in the leaf with the fewest whole
 //     free nodes; inside the node, one NVLink domain when possible (a DGX-1 cube-mesh half).
 //   several nodes: qualifying nodes (whole free nodes, or nodes where the same k GPU indices are free so the

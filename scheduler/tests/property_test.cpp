@@ -1,4 +1,5 @@
 // Property tests over random workloads; each failure prints its seed so it can be replayed.
+#include <deque>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -112,10 +113,12 @@ void expect_same_plan(const Plan& a, const Plan& b, const std::string& where) {
 
 // The persistent Scheduler (the simulator's path) reuses its usage buffers across passes; its plans must
 // be exactly those of a fresh sched::schedule() on every snapshot of an evolving cluster: jobs start, end
-// out of order (swap-and-pop, as the simulator does), MIG slices come and go, nodes drain and come back.
+// out of order (swap-and-pop, as the simulator does), MIG slices come and go, nodes drain and come back,
+// the shell copies every job anew (as the daemon's snapshot does), a running job's time limit changes.
 TEST(Property, PersistentSchedulerPlansEqualFreshPasses) {
   const int sizes[] = {1, 2, 4, 8, 8, 16, 24, 32};
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
+  std::deque<jobs::JobSpec> changed_specs;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
     std::mt19937 rng(seed);
     auto h = random_workload(seed, seed % 3 != 0);
     h.snapshot().config.explain = seed % 2 == 0;
@@ -131,6 +134,19 @@ TEST(Property, PersistentSchedulerPlansEqualFreshPasses) {
         const size_t pos = rng() % snap.running.size();
         snap.running[pos] = std::move(snap.running.back());
         snap.running.pop_back();
+      }
+      if (rng() % 4 == 0) {
+        std::vector<RunningJob> copy;
+        for (const RunningJob& r : snap.running)
+          copy.push_back({r.id, r.spec, std::vector<GpuId>(r.gpus), r.slices, r.start_time});
+        snap.running = std::move(copy);
+      }
+      if (!snap.running.empty() && rng() % 3 == 0) {  // a new spec and GPU buffer, as Scheduler's contract asks
+        RunningJob& r = snap.running[rng() % snap.running.size()];
+        changed_specs.push_back(*r.spec);
+        changed_specs.back().time_limit_s += 1 + static_cast<int64_t>(rng() % 5000);
+        r.spec = &changed_specs.back();
+        r.gpus = std::vector<GpuId>(r.gpus);
       }
       for (int added = static_cast<int>(rng() % 5); added > 0; --added) {
         jobs::JobSpec s = spec_gpus(sizes[rng() % 8], 10 + static_cast<int64_t>(rng() % 2000), "u" + std::to_string(rng() % 4));
