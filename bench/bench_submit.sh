@@ -4,8 +4,9 @@
 # SuperPOD. daemon_load also prints how long GET /api/v1/health took meanwhile (the event loop's stalls).
 #
 #   bench/bench_submit.sh [BUILD_DIR] [SECONDS]        (default build/daemon-rel, 10 s per run)
-#   bench/bench_submit.sh BUILD_DIR SECONDS pass       pass time with PENDING (100,000) jobs queued on a
-#                                                      full 1,024-node cluster (SUS=32), from /metrics
+#   bench/bench_submit.sh BUILD_DIR SECONDS pass       pass time with PENDING (100,000) jobs of FILL_GPUS (1)
+#                                                      GPUs queued on a full cluster of SUS_PASS (32) SUs of 32
+#                                                      nodes, from /metrics and the scheduler's pass log
 # Build first: cmake -S . -B build/daemon-rel -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAILYARD_BENCH=OFF
 #              ninja -C build/daemon-rel railyard-scheduler daemon_load
 set -euo pipefail
@@ -26,12 +27,13 @@ start() {  # sets dir, pid, port, token
 
 metrics() { curl -s "http://127.0.0.1:$port/metrics" | grep -E "^railyard_($1) " | tr '\n' ' '; echo; }
 
-# Fills the queue with PENDING 1-GPU jobs (batches of 1,000), lets the passes settle, then submits one more
-# job and reports the pass it triggers, while GET /health is timed.
+# Fills the queue with PENDING jobs of FILL_GPUS GPUs (batches of 1,000), lets the passes settle, then submits
+# one more job and reports the pass it triggers, while GET /health is timed. The pass log splits each pass
+# into snapshot and apply (on the event loop) and schedule() (on the pass thread).
 pass_time() {
   local dir pid port token n=${PENDING:-100000} body
   SUS=${SUS_PASS:-32} start
-  body='{"jobs": ['$(for i in $(seq 1000); do printf '%s{"name": "fill", "gpus": 1}' "$([ "$i" = 1 ] || echo ,)"; done)']}'
+  body='{"jobs": ['$(for i in $(seq 1000); do printf '%s{"name": "fill", "gpus": %d}' "$([ "$i" = 1 ] || echo ,)" "${FILL_GPUS:-1}"; done)']}'
   for _ in $(seq $((n / 1000))); do
     curl -sf -o /dev/null -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
       -d "$body" "http://127.0.0.1:$port/api/v1/jobs:batch"

@@ -21,14 +21,15 @@ namespace railyard::sched {
 
 Plan schedule(const Snapshot& snapshot);
 
-// The same pass for a shell that schedules one cluster again and again (the simulator): it keeps what
-// depends only on the cluster and node health (node classes, the empty usage) and reuses the usage
-// buffers, so a pass costs O(nodes + GPUs held) instead of O(nodes + all GPUs) plus set-up.
+// The same pass for a shell that schedules one cluster again and again (the simulator, the daemon): it
+// keeps what depends only on the cluster and node health (node classes, the empty usage), and the last
+// pass's usage and release list, which it brings to the next snapshot by difference (jobs that ended give
+// their GPUs back, jobs that moved in `running` are relabelled, new ones are taken), so a pass costs
+// O(running jobs + what changed) before it places anything, instead of O(nodes + GPUs held).
 // schedule(s) returns exactly what sched::schedule(s) returns, for any snapshot (another cluster or
-// health rebuilds the cache). When the running list is the last snapshot's followed by the last plan's
-// starts, the last pass's usage is reused instead of rebuilt. Contract for that check: a job that stays
-// in `running` from one call to the next keeps its `gpus` and `slices` vectors unmodified (moving the
-// RunningJob is fine: the check compares ids and the vectors' buffers). Not thread-safe.
+// health, or MIG slices, rebuild). Contract: a running job that stays with the same `gpus` vector (the
+// same buffer) from one call to the next kept its GPUs and expected end (moving the RunningJob is fine);
+// any other job is compared by value. Not thread-safe.
 class Scheduler {
  public:
   Scheduler();
