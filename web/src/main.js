@@ -3,6 +3,7 @@
 
 import {getToken, setToken, tokenRole} from './api.js';
 import {clear, h} from './dom.js';
+import * as leader from './leader.js';
 import * as live from './live.js';
 import * as overview from './views/overview.js';
 import * as jobs from './views/jobs.js';
@@ -85,5 +86,6 @@ function setupLive() {
 
 setupToken();
 setupLive();
+leader.start(document.getElementById('leader'));
 window.addEventListener('hashchange', route);
 refreshRole().finally(route);
