@@ -14,8 +14,8 @@
 
 #include <memory>
 
-#include "scheduler/core/plan.hpp"
-#include "scheduler/core/snapshot.hpp"
+#include "scheduler/model/plan.hpp"
+#include "scheduler/model/snapshot.hpp"
 
 namespace railyard::sched {
 

@@ -3,10 +3,10 @@
 
 #include <span>
 
-#include "scheduler/core/plan.hpp"
+#include "scheduler/model/plan.hpp"
 #include "scheduler/core/reservation.hpp"
-#include "scheduler/core/snapshot.hpp"
-#include "scheduler/core/usage.hpp"
+#include "scheduler/model/snapshot.hpp"
+#include "scheduler/model/usage.hpp"
 
 namespace railyard::sched {
 

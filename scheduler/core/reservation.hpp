@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler/core/usage.hpp"
+#include "scheduler/model/usage.hpp"
 #include "scheduler/placement/placer.hpp"
 #include "scheduler/placement/request.hpp"
 

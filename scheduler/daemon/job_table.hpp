@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "jobs/state.hpp"
-#include "scheduler/core/plan.hpp"
+#include "scheduler/model/plan.hpp"
 #include "scheduler/store/state_store.hpp"
 #include "topology/cluster.hpp"
 

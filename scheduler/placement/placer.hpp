@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/core/usage.hpp"
+#include "scheduler/model/usage.hpp"
 #include "scheduler/placement/request.hpp"
 
 namespace railyard::sched {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "jobs/spec.hpp"
-#include "scheduler/core/usage.hpp"
+#include "scheduler/model/usage.hpp"
 #include "scheduler/placement/mig.hpp"
 
 namespace railyard::sched {

@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "scheduler/core/snapshot.hpp"
-#include "scheduler/core/usage.hpp"
+#include "scheduler/model/snapshot.hpp"
+#include "scheduler/model/usage.hpp"
 #include "scheduler/placement/placer.hpp"
 
 namespace railyard::sched {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "scheduler/core/snapshot.hpp"
+#include "scheduler/model/snapshot.hpp"
 
 namespace railyard::sched {
 

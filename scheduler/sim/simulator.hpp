@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "scheduler/core/snapshot.hpp"
+#include "scheduler/model/snapshot.hpp"
 #include "scheduler/sim/comm_model.hpp"
 #include "scheduler/sim/trace.hpp"
 #include "topology/cluster.hpp"

@@ -14,7 +14,7 @@
 
 #include "common/result.hpp"
 #include "jobs/spec.hpp"
-#include "scheduler/core/snapshot.hpp"
+#include "scheduler/model/snapshot.hpp"
 
 namespace railyard::store {
 

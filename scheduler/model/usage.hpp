@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "scheduler/core/snapshot.hpp"
+#include "scheduler/model/snapshot.hpp"
 
 namespace railyard::sched {
 

@@ -1,4 +1,4 @@
-#include "scheduler/core/usage.hpp"
+#include "scheduler/model/usage.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/core/snapshot.hpp"
+#include "scheduler/model/snapshot.hpp"
 #include "topology/cluster.hpp"
 
 namespace railyard::sched {
