@@ -346,7 +346,8 @@ void run_audit(const HistoryOptions& o) {
   for (const auto& r : answer.value("rows", Json::array())) {
     const std::string actor = r.value("actor", "");
     t.add({format_time(r.value("time_ms", int64_t{0}) / 1000), actor.empty() ? "-" : actor,
-           r.value("source", ""), r.value("method", ""), r.value("target", ""), std::to_string(r.value("status", 0))});
+           r.value("source", ""), r.value("method", ""), r.value("target", ""),
+           std::to_string(r.value("status", 0))});
   }
   t.print();
 }
@@ -391,7 +392,8 @@ void add_history_command(CLI::App& app) {
   cmd->add_option("--until", o->until, "End of the period (default: now)");
   cmd->add_option("--by", o->by, "Group by user or project")->check(CLI::IsMember({"user", "project"}))->capture_default_str();
   cmd->add_flag("--json", o->json, "The API's JSON");
-  cmd->add_flag("--audit", o->audit, "The audit log instead: every mutating request, who, from where, outcome (admin)");
+  cmd->add_flag("--audit", o->audit,
+                "The audit log instead: every mutating request, who, from where, outcome (admin)");
   cmd->add_option("--user", o->user, "With --audit: only this user's requests");
   add_server_options(*cmd, o->server);
   cmd->footer(R"(Examples:

@@ -145,13 +145,15 @@ struct TokenOptions {
 void token_create_on_db(const TokenOptions& o, const std::string& db, const std::string& role) {
   const std::string bin = find_program("railyard-scheduler");
   if (bin.empty())
-    fail(not_found("railyard-scheduler not found; on the scheduler's host run: railyard-scheduler token create "
-                   "--db DB --user " + o.user + " --role " + role));
+    fail(not_found(
+        "railyard-scheduler not found; on the scheduler's host run: railyard-scheduler token create "
+        "--db DB --user " +
+        o.user + " --role " + role));
   const std::string expires = o.expires.empty() ? "90d" : o.expires;
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::execl(bin.c_str(), bin.c_str(), "token", "create", "--db", db.c_str(), "--user", o.user.c_str(), "--role",
-            role.c_str(), "--expires", expires.c_str(), static_cast<char*>(nullptr));
+    ::execl(bin.c_str(), bin.c_str(), "token", "create", "--db", db.c_str(), "--user", o.user.c_str(),
+            "--role", role.c_str(), "--expires", expires.c_str(), static_cast<char*>(nullptr));
     std::_Exit(127);
   }
   int status = 0;
@@ -170,7 +172,8 @@ void run_token_create(const TokenOptions& o) {
     if (!o.expires.empty()) body["expires"] = o.expires;
     const Json t = api.post("/tokens", body);
     std::cerr << "created " << (role == "admin" ? "an " : "a ") << role << " token for " << o.user << " (id "
-              << t.value("id", "") << ", expires " << (t["expires"].is_null() ? "never" : format_time(t["expires"]))
+              << t.value("id", "") << ", expires "
+              << (t["expires"].is_null() ? "never" : format_time(t["expires"]))
               << "; shown once; store it safely)" << std::endl;
     std::cout << t.value("token", "") << std::endl;
     return;
@@ -199,7 +202,9 @@ void run_token_list(const TokenOptions& o) {
   const Json answer = api.get("/tokens");
   if (o.json) return print_json(answer);
   Table t({"ID", "USER", "ROLE", "CREATED", "EXPIRES", "LAST USED", "STATE"});
-  auto when = [](const Json& v, const char* none) { return v.is_null() || v == 0 ? std::string(none) : format_time(v); };
+  auto when = [](const Json& v, const char* none) {
+    return v.is_null() || v == 0 ? std::string(none) : format_time(v);
+  };
   for (const auto& k : answer.value("tokens", Json::array()))
     t.add({k.value("id", ""), k.value("user", ""), k.value("role", ""), when(k["created"], "-"),
            when(k["expires"], "never"), when(k["last_used"], "never"), token_state(k)});
@@ -231,9 +236,11 @@ void add_token_command(CLI::App& app) {
   cmd->add_option("--user", o->user, "The token's user")->required();
   cmd->add_flag("--admin", o->admin, "An admin token (the same as --role admin)");
   cmd->add_option("--role", o->role, "user or admin")->check(CLI::IsMember({"user", "admin"}))->capture_default_str();
-  cmd->add_option("--expires", o->expires, "Lifetime: N followed by s, m, h, d or w (30d), or never (default 90d)");
+  cmd->add_option("--expires", o->expires,
+                  "Lifetime: N followed by s, m, h, d or w (30d), or never (default 90d)");
   cmd->add_option("--db", o->db, "Create it on the scheduler's database instead of through the API");
-  cmd->add_option("--state-dir", o->state_dir, "... on the local cluster's database in this folder (see `railyard up`)");
+  cmd->add_option("--state-dir", o->state_dir,
+                  "... on the local cluster's database in this folder (see `railyard up`)");
   add_server_options(*cmd, o->server);
   cmd->footer(R"(With an admin token configured, through the API (POST /api/v1/tokens); with --db (on the
 scheduler's host: the first admin token), or with no token configured and a local cluster, on the database.
@@ -248,19 +255,23 @@ Exit codes: 0 ok, 1 failure, 2 bad arguments or no database, 3 not an admin or r
   cmd->callback([o] { run_token_create(*o); });
 
   auto l = std::make_shared<TokenOptions>();
-  auto* list = token->add_subcommand("list", "Every token: id, user, role, created, expires, last used, state");
+  auto* list =
+      token->add_subcommand("list", "Every token: id, user, role, created, expires, last used, state");
   list->add_flag("--json", l->json, "The API's JSON");
   add_server_options(*list, l->server);
-  list->footer("Admin only. Secrets are never shown: a token is named by its id.\n\nExit codes: 0 ok, 1 "
-               "scheduler unreachable, 3 not an admin.");
+  list->footer(
+      "Admin only. Secrets are never shown: a token is named by its id.\n\nExit codes: 0 ok, 1 "
+      "scheduler unreachable, 3 not an admin.");
   list->callback([l] { run_token_list(*l); });
 
   auto r = std::make_shared<TokenOptions>();
-  auto* revoke = token->add_subcommand("revoke", "Revoke tokens by id (`railyard token list`): refused from now on");
+  auto* revoke =
+      token->add_subcommand("revoke", "Revoke tokens by id (`railyard token list`): refused from now on");
   revoke->add_option("ids", r->ids, "Token ids")->required();
   add_server_options(*revoke, r->server);
-  revoke->footer("Admin only.\n\nExamples:\n  railyard token revoke 3f2a9c1b7e4d\n\nExit codes: 0 ok, 1 "
-                 "scheduler unreachable, 3 unknown id or not an admin.");
+  revoke->footer(
+      "Admin only.\n\nExamples:\n  railyard token revoke 3f2a9c1b7e4d\n\nExit codes: 0 ok, 1 "
+      "scheduler unreachable, 3 unknown id or not an admin.");
   revoke->callback([r] { run_token_revoke(*r); });
 }
 

@@ -421,7 +421,9 @@ class DuplicateKeyParser : public nlohmann::detail::json_sax_dom_parser<json> {
   bool null() { return element(), json_sax_dom_parser::null(); }
   bool boolean(bool v) { return element(), json_sax_dom_parser::boolean(v); }
   bool number_integer(json::number_integer_t v) { return element(), json_sax_dom_parser::number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return element(), json_sax_dom_parser::number_unsigned(v); }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return element(), json_sax_dom_parser::number_unsigned(v);
+  }
   bool number_float(json::number_float_t v, const json::string_t& s) {
     return element(), json_sax_dom_parser::number_float(v, s);
   }
@@ -475,8 +477,8 @@ Result<json> parse_json_text(std::string_view text, size_t max_bytes, int max_de
     return internal_error(std::string(what) + ": " + e.what());
   }
   if (!sax.duplicate().empty())
-    return invalid((sax.where().empty() ? "" : sax.where() + ": ") + "duplicate key " + in_quotes(sax.duplicate()) +
-                   " (each field may appear once)");
+    return invalid((sax.where().empty() ? "" : sax.where() + ": ") + "duplicate key " +
+                   in_quotes(sax.duplicate()) + " (each field may appear once)");
   return j;
 }
 

@@ -191,7 +191,8 @@ TEST(SpecJson, StrictReaderNamesWhereAKeyRepeats) {
     ASSERT_FALSE(r) << text;
     EXPECT_EQ(r.error().message.rfind(want, 0), 0u) << text << "\n" << r.error().message;
   }
-  auto fine = parse_json_text(R"({"jobs": [{"a": 1}, {"a": 2}], "b": {"a": 3}})", 1 << 20, kMaxJsonDepth, "body");
+  auto fine =
+      parse_json_text(R"({"jobs": [{"a": 1}, {"a": 2}], "b": {"a": 3}})", 1 << 20, kMaxJsonDepth, "body");
   ASSERT_TRUE(fine) << fine.error().message;
   EXPECT_EQ((*fine)["jobs"][1]["a"], 2);
   EXPECT_EQ(parse_json_text("{}", 1, kMaxJsonDepth, "request body").error().message,

@@ -250,8 +250,10 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
       service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster), web_root});
   router.set_agent_hub(&hub);
   if (elector)
-    router.set_ha_route([leading = elector.get()](const api::HttpRequest& req) { return ha::ha_route(req, *leading); });
-  server.set_handler([&router](api::HttpRequest&& req, api::Reply reply) { router.handle(std::move(req), reply); });
+    router.set_ha_route(
+        [leading = elector.get()](const api::HttpRequest& req) { return ha::ha_route(req, *leading); });
+  server.set_handler(
+      [&router](api::HttpRequest&& req, api::Reply reply) { router.handle(std::move(req), reply); });
   server.set_ws_acceptor([&hub, &watch](const api::HttpRequest& req,
                                         std::shared_ptr<api::WsPeer> ws) -> std::optional<api::WsHandlers> {
     const std::string path = req.target.substr(0, req.target.find('?'));
@@ -346,7 +348,8 @@ int main(int argc, char** argv) {
   create->add_option("--user", token_user, "the token's user")->required();
   create->add_option("--role", token_role, "user or admin");
   std::string token_expires = "90d";
-  create->add_option("--expires", token_expires, "lifetime: N followed by s, m, h, d or w, or never (default 90d)");
+  create->add_option("--expires", token_expires,
+                     "lifetime: N followed by s, m, h, d or w, or never (default 90d)");
   auto* routes = app.add_subcommand("routes", "print the HTTP route table as JSON (method, path, role)");
   CLI11_PARSE(app, argc, argv);
 

@@ -27,8 +27,8 @@ class AuthTest : public ::testing::Test {
   }
   std::string db() const { return dir_.file("state.db"); }
   std::unique_ptr<DaemonProcess> start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--db", db(), "--cluster", dir_.file("two.json"),
-                                  "--web-root", "none"};
+    std::vector<std::string> args{"--listen",  "127.0.0.1:0",         "--db",       db(),
+                                  "--cluster", dir_.file("two.json"), "--web-root", "none"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto d = std::make_unique<DaemonProcess>(kBin, args);
     EXPECT_GT(d->port(), 0);
@@ -89,7 +89,8 @@ TEST_F(AuthTest, ExpiredTokensAreRefusedWithAClearMessage) {
 TEST_F(AuthTest, TokensInUrlsAreRefused) {
   auto d = start();
   HttpClient c(d->port());
-  for (const char* target : {"/api/v1/jobs?token=abc", "/api/v1/whoami?access_token=abc", "/index.html?Token=x"}) {
+  for (const char* target :
+       {"/api/v1/jobs?token=abc", "/api/v1/whoami?access_token=abc", "/index.html?Token=x"}) {
     auto r = c.request("GET", target);
     EXPECT_EQ(r.status, 400) << target;
     EXPECT_NE(message(r).find("not accepted in URLs"), std::string::npos) << r.body;
@@ -160,11 +161,12 @@ TEST_F(AuthTest, DuplicateKeysAreRefusedInABatchAsInASingleSubmit) {
   auto one = c.request("POST", "/api/v1/jobs", R"({"gpus": 1, "gpus": 2})", alice_);
   EXPECT_EQ(one.status, 400);
   EXPECT_EQ(message(one), R"(duplicate key "gpus" (each field may appear once))");
-  auto batch = c.request("POST", "/api/v1/jobs:batch", R"({"jobs": [{"gpus": 1}, {"gpus": 1, "gpus": 2}]})", alice_);
+  auto batch =
+      c.request("POST", "/api/v1/jobs:batch", R"({"jobs": [{"gpus": 1}, {"gpus": 1, "gpus": 2}]})", alice_);
   EXPECT_EQ(batch.status, 400);
   EXPECT_EQ(message(batch), R"(jobs[1]: duplicate key "gpus" (each field may appear once))");
-  auto env = c.request("POST", "/api/v1/jobs:batch", R"({"jobs": [{"gpus": 1, "env": {"A": "1", "A": "2"}}]})",
-                       alice_);
+  auto env = c.request("POST", "/api/v1/jobs:batch",
+                       R"({"jobs": [{"gpus": 1, "env": {"A": "1", "A": "2"}}]})", alice_);
   EXPECT_EQ(message(env), R"(jobs[0].env: duplicate key "A" (each field may appear once))");
   auto top = c.request("POST", "/api/v1/jobs:batch", R"({"jobs": [], "jobs": [{"gpus": 1}]})", alice_);
   EXPECT_EQ(message(top), R"(duplicate key "jobs" (each field may appear once))");

@@ -67,9 +67,7 @@ const std::map<std::string, Expected> kExpected = {
     {"HEAD /*", {"anonymous", ""}},
 };
 
-json code_routes() {
-  return json::parse(run_capture(kBin + " routes"), nullptr, false);
-}
+json code_routes() { return json::parse(run_capture(kBin + " routes"), nullptr, false); }
 
 TEST(RouteRoles, CodeTableMatchesTheRolesThisTestHolds) {
   const json routes = code_routes();
@@ -80,11 +78,13 @@ TEST(RouteRoles, CodeTableMatchesTheRolesThisTestHolds) {
     EXPECT_TRUE(seen.insert(key).second) << key << " appears twice in the route table";
     auto it = kExpected.find(key);
     if (it == kExpected.end()) {
-      ADD_FAILURE() << key << " (role " << r["role"] << ") is in the route table but not in this test: add it "
+      ADD_FAILURE() << key << " (role " << r["role"]
+                    << ") is in the route table but not in this test: add it "
                     << "to kExpected with the role it must have";
       continue;
     }
-    EXPECT_EQ(r["role"].get<std::string>(), it->second.role) << key << ": the code's role differs from this test's";
+    EXPECT_EQ(r["role"].get<std::string>(), it->second.role)
+        << key << ": the code's role differs from this test's";
   }
   for (const auto& [key, e] : kExpected)
     EXPECT_TRUE(seen.count(key)) << key << " is in this test but no longer in the route table";
@@ -101,8 +101,8 @@ class RouteWalk : public ::testing::TestWithParam<bool> {  // the parameter: --p
     bob_ = create_token(kBin, db(), "bob", "user");
     root_ = create_token(kBin, db(), "root", "admin");
     create_token(kBin, db(), "carol", "user");  // revoked by the walk
-    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--db", db(), "--cluster", dir_.file("two.json"),
-                                  "--web-root", dir_.file("web")};
+    std::vector<std::string> args{"--listen",  "127.0.0.1:0",         "--db",       db(),
+                                  "--cluster", dir_.file("two.json"), "--web-root", dir_.file("web")};
     if (GetParam()) args.push_back("--private");
     daemon_ = std::make_unique<DaemonProcess>(kBin, args);
     ASSERT_GT(daemon_->port(), 0);
@@ -163,8 +163,8 @@ TEST_P(RouteWalk, EveryRouteAnswersEachCallerAsItsRoleSays) {
     if (method == "HEAD") continue;
     for (const auto& [who, token] : callers) {
       const HttpResult res = c.request(method, path, body, token);
-      SCOPED_TRACE(key + " as " + who + (private_reads ? " (--private)" : "") + ": " + std::to_string(res.status) +
-                   " " + res.body.substr(0, 300));
+      SCOPED_TRACE(key + " as " + who + (private_reads ? " (--private)" : "") + ": " +
+                   std::to_string(res.status) + " " + res.body.substr(0, 300));
       ASSERT_NE(res.status, 0) << "no answer";
       EXPECT_NE(res.status, 405);
       EXPECT_NE(res.status, 500);

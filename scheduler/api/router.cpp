@@ -19,7 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-
 // GET /utilization?since=&until=&step=: the last hour in 10 s steps by default, at most kMaxSteps steps.
 HttpResponse utilization(const std::map<std::string, std::string>& query, const daemon::Service& service) {
   constexpr int64_t kMaxSteps = 3600;
@@ -131,9 +130,9 @@ HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
   auto user = param("user");
   if (who && !who->admin()) {
     if (user && !user->empty() && *user != who->user)
-      return error_response(403, "forbidden",
-                            "user=" + *user + ": with --private a user sees only their own jobs (" + who->user +
-                                "'s)");
+      return error_response(
+          403, "forbidden",
+          "user=" + *user + ": with --private a user sees only their own jobs (" + who->user + "'s)");
     user = who->user;
   }
   const auto name = param("name");

@@ -28,10 +28,10 @@ namespace railyard::api {
 
 // Who may call a route.
 enum class Access {
-  kAnonymous,     // anyone, no token: health checks, version, the leader, the dashboard's files
-  kRead,          // anyone; with --private any valid token (cluster-wide reads: nodes, topology, metrics)
-  kJobRead,       // anyone; with --private the owner of job {id} or an admin; a list shows a user their own jobs
-  kUser,          // any valid token
+  kAnonymous,  // anyone, no token: health checks, version, the leader, the dashboard's files
+  kRead,       // anyone; with --private any valid token (cluster-wide reads: nodes, topology, metrics)
+  kJobRead,    // anyone; with --private the owner of job {id} or an admin; a list shows a user their own jobs
+  kUser,       // any valid token
   kOwnerOrAdmin,  // the owner of job {id} or an admin (a job that does not exist: 404)
   kAdmin,         // an admin token
   kExecToken,     // the allocation's exec token (railyard-agent-exec; checked by the agent hub)
@@ -84,6 +84,7 @@ class Router {
   void route(HttpRequest&& req, const Reply& reply);
   // The caller check of the entry's Access: nullopt when the call may go on, else the refusal.
   std::optional<HttpResponse> check_access(const Entry& entry, Call& call);
+  HttpResponse static_file(const HttpRequest& req);
   HttpResponse list_jobs(const Route& route, const daemon::Caller* who);
   HttpResponse job_show(const Route& route);
   HttpResponse cluster_read(const Route& route);

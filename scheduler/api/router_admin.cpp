@@ -31,7 +31,8 @@ json token_json(const store::TokenRecord& t) {
 HttpResponse Router::token_create(Call& call) {
   json body = json::parse(call.req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object())
-    return error_response(400, "invalid_argument", R"(body must be {"user": "...", "role": ..., "expires": ...})");
+    return error_response(400, "invalid_argument",
+                          R"(body must be {"user": "...", "role": ..., "expires": ...})");
   std::string user, role_text = "user", expires_text;
   for (auto& [k, v] : body.items()) {
     if (!v.is_string()) return error_response(400, "invalid_argument", k + ": must be a string");

@@ -116,13 +116,17 @@ std::span<const Router::Entry> Router::table() {
       {{"GET", "/api/v1/version", A::kRead}, [](Router& r, Call& c) { c.reply(r.cluster_read(c.route)); }},
       {{"GET", "/api/v1/metrics", A::kRead}, [](Router& r, Call& c) { c.reply(r.cluster_read(c.route)); }},
       {{"GET", "/api/v1/topology", A::kRead}, [](Router& r, Call& c) { c.reply(r.cluster_read(c.route)); }},
-      {{"GET", "/api/v1/utilization", A::kRead}, [](Router& r, Call& c) { c.reply(r.cluster_read(c.route)); }},
+      {{"GET", "/api/v1/utilization", A::kRead},
+       [](Router& r, Call& c) { c.reply(r.cluster_read(c.route)); }},
       {{"GET", "/api/v1/accounting", A::kRead}, [](Router& r, Call& c) { c.reply(r.accounting(c.route)); }},
       {{"GET", "/api/v1/nodes", A::kRead}, [](Router& r, Call& c) { c.reply(r.cluster_read(c.route)); }},
       {{"GET", "/api/v1/nodes/{name}", A::kRead}, [](Router& r, Call& c) { c.reply(r.node_show(c.route)); }},
-      {{"POST", "/api/v1/nodes/{name}/drain", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
-      {{"POST", "/api/v1/nodes/{name}/resume", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
-      {{"POST", "/api/v1/nodes/{name}/remove", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
+      {{"POST", "/api/v1/nodes/{name}/drain", A::kAdmin},
+       [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
+      {{"POST", "/api/v1/nodes/{name}/resume", A::kAdmin},
+       [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
+      {{"POST", "/api/v1/nodes/{name}/remove", A::kAdmin},
+       [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
       {{"GET", "/api/v1/whoami", A::kUser},
        [](Router&, Call& c) {
          c.reply(json_response(200, {{"user", c.who->user}, {"role", store::to_string(c.who->role)}}));
@@ -132,30 +136,39 @@ std::span<const Router::Entry> Router::table() {
       {{"POST", "/api/v1/jobs", A::kUser}, [](Router& r, Call& c) { r.submit(c, false); }},
       {{"POST", "/api/v1/jobs:batch", A::kUser}, [](Router& r, Call& c) { r.submit(c, true); }},
       {{"GET", "/api/v1/jobs/{id}", A::kJobRead}, [](Router& r, Call& c) { c.reply(r.job_show(c.route)); }},
-      {{"GET", "/api/v1/jobs/{id}/events", A::kJobRead}, [](Router& r, Call& c) { c.reply(r.job_events(c.route)); }},
+      {{"GET", "/api/v1/jobs/{id}/events", A::kJobRead},
+       [](Router& r, Call& c) { c.reply(r.job_events(c.route)); }},
       {{"GET", "/api/v1/jobs/{id}/metrics", A::kJobRead},
        [](Router& r, Call& c) { c.reply(r.job_metrics(c.route)); }},
-      {{"GET", "/api/v1/jobs/{id}/runs", A::kJobRead}, [](Router& r, Call& c) { c.reply(r.job_runs(c.route)); }},
-      {{"GET", "/api/v1/jobs/{id}/logs", A::kOwnerOrAdmin}, [](Router& r, Call& c) { r.job_logs(c.route, c.reply); }},
-      {{"POST", "/api/v1/jobs/{id}/cancel", A::kOwnerOrAdmin}, [](Router& r, Call& c) { c.reply(r.job_action(c)); }},
-      {{"POST", "/api/v1/jobs/{id}/hold", A::kOwnerOrAdmin}, [](Router& r, Call& c) { c.reply(r.job_action(c)); }},
-      {{"POST", "/api/v1/jobs/{id}/release", A::kOwnerOrAdmin}, [](Router& r, Call& c) { c.reply(r.job_action(c)); }},
+      {{"GET", "/api/v1/jobs/{id}/runs", A::kJobRead},
+       [](Router& r, Call& c) { c.reply(r.job_runs(c.route)); }},
+      {{"GET", "/api/v1/jobs/{id}/logs", A::kOwnerOrAdmin},
+       [](Router& r, Call& c) { r.job_logs(c.route, c.reply); }},
+      {{"POST", "/api/v1/jobs/{id}/cancel", A::kOwnerOrAdmin},
+       [](Router& r, Call& c) { c.reply(r.job_action(c)); }},
+      {{"POST", "/api/v1/jobs/{id}/hold", A::kOwnerOrAdmin},
+       [](Router& r, Call& c) { c.reply(r.job_action(c)); }},
+      {{"POST", "/api/v1/jobs/{id}/release", A::kOwnerOrAdmin},
+       [](Router& r, Call& c) { c.reply(r.job_action(c)); }},
       {{"POST", "/api/v1/allocs/{alloc}/exec", A::kExecToken},
        [](Router& r, Call& c) { r.alloc_exec(c.req, c.route, c.reply); }},
       {{"GET", "/api/v1/tokens", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.token_list(c)); }},
       {{"POST", "/api/v1/tokens", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.token_create(c)); }},
-      {{"POST", "/api/v1/tokens/{id}/revoke", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.token_revoke(c)); }},
+      {{"POST", "/api/v1/tokens/{id}/revoke", A::kAdmin},
+       [](Router& r, Call& c) { c.reply(r.token_revoke(c)); }},
       {{"GET", "/api/v1/audit", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.audit_log(c.route)); }},
       // WebSockets: upgrades go to the WatchHub and the AgentHub before the router (main.cpp), which check
       // their callers themselves (an auth frame with --private; the agent's proof); a plain GET gets 426.
       {{"GET", "/api/v1/watch", A::kRead}, [](Router&, Call& c) { c.reply(websocket_only()); }},
       {{"GET", "/api/v1/agent", A::kAgent}, [](Router&, Call& c) { c.reply(websocket_only()); }},
-      {{"GET", "/*", A::kAnonymous},
-       [](Router& r, Call& c) { c.reply(r.static_files_.get(decode_percent(c.req.target.substr(0, c.req.target.find('?'))))); }},
-      {{"HEAD", "/*", A::kAnonymous},
-       [](Router& r, Call& c) { c.reply(r.static_files_.get(decode_percent(c.req.target.substr(0, c.req.target.find('?'))))); }},
+      {{"GET", "/*", A::kAnonymous}, [](Router& r, Call& c) { c.reply(r.static_file(c.req)); }},
+      {{"HEAD", "/*", A::kAnonymous}, [](Router& r, Call& c) { c.reply(r.static_file(c.req)); }},
   };
   return kTable;
+}
+
+HttpResponse Router::static_file(const HttpRequest& req) {
+  return static_files_.get(decode_percent(std::string_view(req.target).substr(0, req.target.find('?'))));
 }
 
 std::vector<RouteInfo> Router::routes() {
@@ -203,7 +216,8 @@ void Router::route(HttpRequest&& req, const Reply& reply) {
       entry = &e;
       break;
     }
-    if (allow.find(e.info.method) == std::string::npos) allow += (allow.empty() ? "" : ", ") + std::string(e.info.method);
+    if (allow.find(e.info.method) == std::string::npos)
+      allow += (allow.empty() ? "" : ", ") + std::string(e.info.method);
   }
   if (!entry) {
     if (allow.empty()) return reply(error_response(404, "not_found", "no such route"));
@@ -235,7 +249,8 @@ std::optional<HttpResponse> Router::check_access(const Entry& entry, Call& c) {
   if (!needs_token) return std::nullopt;
   auto token = bearer_token(c.req.authorization);
   if (!token)
-    return error_response(401, "unauthorized", "a bearer token is required (header Authorization: Bearer ...)");
+    return error_response(401, "unauthorized",
+                          "a bearer token is required (header Authorization: Bearer ...)");
   auto auth = service_.authenticate(*token);
   if (!auth) return error_response(auth.error());
   if (!auth->caller) return error_response(401, "unauthorized", auth->refusal);
@@ -243,7 +258,8 @@ std::optional<HttpResponse> Router::check_access(const Entry& entry, Call& c) {
   if (c.audit) c.audit->actor = c.who->user;
   const std::string route_name = std::string(entry.info.method) + " " + std::string(entry.info.pattern);
   if (a == Access::kAdmin && !c.who->admin())
-    return error_response(403, "forbidden", route_name + " needs the admin role (" + c.who->user + " is a user)");
+    return error_response(403, "forbidden",
+                          route_name + " needs the admin role (" + c.who->user + " is a user)");
   const bool job_route = c.route.seg.size() >= 2 && c.route.seg[0] == "jobs";
   if ((a == Access::kOwnerOrAdmin || a == Access::kJobRead) && job_route && !c.who->admin()) {
     const auto id = to_int(c.route.seg[1]);

@@ -21,7 +21,8 @@ std::string utc_text(int64_t seconds) {
 
 Status need_admin(const Caller& who, const char* what) {
   if (who.admin()) return ok();
-  return Error{ErrorCode::kPermission, std::string(what) + " needs the admin role (" + who.user + " is a user)"};
+  return Error{ErrorCode::kPermission,
+               std::string(what) + " needs the admin role (" + who.user + " is a user)"};
 }
 
 }  // namespace

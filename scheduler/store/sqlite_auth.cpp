@@ -50,7 +50,7 @@ TokenRecord read_token(const sql::Stmt& q) {
 void write_auth_rows(sqlite3* db, const WriteBatch& b, AuthStatements& st) {
   for (const auto& a : b.audit)
     auth_stmt(db, st.audit,
-             "INSERT INTO audit(time_ms, actor, source, method, target, status) VALUES (?,?,?,?,?,?)")
+              "INSERT INTO audit(time_ms, actor, source, method, target, status) VALUES (?,?,?,?,?,?)")
         .bind(1, a.time_ms)
         .bind_static(2, a.actor)
         .bind_static(3, a.source)
@@ -71,7 +71,7 @@ void write_auth_rows(sqlite3* db, const WriteBatch& b, AuthStatements& st) {
         .run();
   for (const auto& u : b.token_uses)
     auth_stmt(db, st.use,
-             "UPDATE tokens SET last_used = ?2 WHERE hash = ?1 AND (last_used IS NULL OR last_used < ?2)")
+              "UPDATE tokens SET last_used = ?2 WHERE hash = ?1 AND (last_used IS NULL OR last_used < ?2)")
         .bind(1, u.hash)
         .bind(2, u.time)
         .run();
