@@ -314,8 +314,8 @@ void add_action_command(CLI::App& app, const std::string& action, const std::str
 
 struct HistoryOptions {
   ServerOptions server;
-  std::string since, until, by = "user";
-  bool json = false;
+  std::string since, until, by = "user", user;
+  bool json = false, audit = false;
 };
 
 // Unix seconds, "YYYY-MM-DD" (local midnight) or "7d"/"12h" (that long ago).
@@ -333,7 +333,28 @@ long parse_when(const std::string& text, const std::string& flag) {
   fail_usage(flag + " " + text + ": expected unix seconds, YYYY-MM-DD, or a span ago such as 7d or 12h");
 }
 
+// `history --audit`: the audit log of mutating requests (admin; GET /audit).
+void run_audit(const HistoryOptions& o) {
+  Api api(o.server);
+  api.require_token();
+  std::string q = "/audit?limit=10000";
+  if (!o.user.empty()) q += "&user=" + url_encode(o.user);
+  if (!o.since.empty()) q += "&since=" + std::to_string(parse_when(o.since, "--since"));
+  const Json answer = api.get(q);
+  if (o.json) return print_json(answer);
+  Table t({"TIME", "ACTOR", "SOURCE", "METHOD", "TARGET", "STATUS"});
+  for (const auto& r : answer.value("rows", Json::array())) {
+    const std::string actor = r.value("actor", "");
+    t.add({format_time(r.value("time_ms", int64_t{0}) / 1000), actor.empty() ? "-" : actor,
+           r.value("source", ""), r.value("method", ""), r.value("target", ""),
+           std::to_string(r.value("status", 0))});
+  }
+  t.print();
+}
+
 void run_history(const HistoryOptions& o) {
+  if (o.audit) return run_audit(o);
+  if (!o.user.empty()) fail_usage("--user goes with --audit");
   Api api(o.server);
   std::string q = "/accounting?by=" + url_encode(o.by);
   if (!o.since.empty()) q += "&since=" + std::to_string(parse_when(o.since, "--since"));
@@ -371,10 +392,14 @@ void add_history_command(CLI::App& app) {
   cmd->add_option("--until", o->until, "End of the period (default: now)");
   cmd->add_option("--by", o->by, "Group by user or project")->check(CLI::IsMember({"user", "project"}))->capture_default_str();
   cmd->add_flag("--json", o->json, "The API's JSON");
+  cmd->add_flag("--audit", o->audit,
+                "The audit log instead: every mutating request, who, from where, outcome (admin)");
+  cmd->add_option("--user", o->user, "With --audit: only this user's requests");
   add_server_options(*cmd, o->server);
   cmd->footer(R"(Examples:
   railyard history --since 2026-12-01 --by project
   railyard history --json
+  railyard history --audit --user ada --since 1d
 
 Exit codes: 0 ok, 1 scheduler unreachable, 2 bad arguments.)");
   cmd->callback([o] { run_history(*o); });

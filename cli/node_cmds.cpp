@@ -1,4 +1,4 @@
-// `railyard nodes`, `drain`, `resume`, `node remove`, `token create`.
+// `railyard nodes`, `drain`, `resume`, `node remove`, `token create|list|revoke`, `cluster status`.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,52 +132,147 @@ CLI::App* add_node_action(CLI::App& parent, const std::string& name, const std::
   return cmd;
 }
 
-// --- token create ------------------------------------------------------------------------------------
+// --- token create, list, revoke -------------------------------------------------------------------------
 
 struct TokenOptions {
-  std::string db, user, role = "user", state_dir;
+  ServerOptions server;
+  std::string db, user, role = "user", state_dir, expires;
+  bool admin = false, json = false;
+  std::vector<std::string> ids;
 };
 
+// On the database itself, through `railyard-scheduler token create`: the first admin token of a cluster.
+void token_create_on_db(const TokenOptions& o, const std::string& db, const std::string& role) {
+  const std::string bin = find_program("railyard-scheduler");
+  if (bin.empty())
+    fail(not_found(
+        "railyard-scheduler not found; on the scheduler's host run: railyard-scheduler token create "
+        "--db DB --user " +
+        o.user + " --role " + role));
+  const std::string expires = o.expires.empty() ? "90d" : o.expires;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl(bin.c_str(), bin.c_str(), "token", "create", "--db", db.c_str(), "--user", o.user.c_str(),
+            "--role", role.c_str(), "--expires", expires.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 127) throw CLI::RuntimeError(kExitInternal);
+  if (WEXITSTATUS(status) != 0) throw CLI::RuntimeError(WEXITSTATUS(status));
+}
+
+// --db or --state-dir: on the database; else through the API with an admin token (POST /tokens); with no
+// token configured, on the local cluster's database when there is one.
 void run_token_create(const TokenOptions& o) {
+  const std::string role = o.admin ? "admin" : o.role;
+  Api api(o.server);
+  if (o.db.empty() && o.state_dir.empty() && api.has_token()) {
+    Json body = {{"user", o.user}, {"role", role}};
+    if (!o.expires.empty()) body["expires"] = o.expires;
+    const Json t = api.post("/tokens", body);
+    std::cerr << "created " << (role == "admin" ? "an " : "a ") << role << " token for " << o.user << " (id "
+              << t.value("id", "") << ", expires "
+              << (t["expires"].is_null() ? "never" : format_time(t["expires"]))
+              << "; shown once; store it safely)" << std::endl;
+    std::cout << t.value("token", "") << std::endl;
+    return;
+  }
   std::string db = o.db;
   if (db.empty()) {
     const std::string dir = o.state_dir.empty() ? default_state_dir() : o.state_dir;
     db = dir + "/railyard.db";
     if (!std::filesystem::exists(db))
-      fail_usage("give --db with the scheduler's database (railyard-scheduler --db); no local cluster at " + dir);
+      fail_usage("no admin token configured (--token, RAILYARD_TOKEN) and no local cluster at " + dir +
+                 ": give --db with the scheduler's database (railyard-scheduler --db) on its host");
   }
-  const std::string bin = find_program("railyard-scheduler");
-  if (bin.empty())
-    fail(not_found("railyard-scheduler not found; on the scheduler's host run: railyard-scheduler token create "
-                   "--db DB --user " + o.user + " --role " + o.role));
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl(bin.c_str(), bin.c_str(), "token", "create", "--db", db.c_str(), "--user", o.user.c_str(), "--role",
-            o.role.c_str(), static_cast<char*>(nullptr));
-    std::_Exit(127);
+  token_create_on_db(o, db, role);
+}
+
+std::string token_state(const Json& t) {
+  if (!t["revoked"].is_null()) return "revoked";
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  if (!t["expires"].is_null() && t["expires"].get<int64_t>() <= now) return "expired";
+  return "active";
+}
+
+void run_token_list(const TokenOptions& o) {
+  Api api(o.server);
+  api.require_token();
+  const Json answer = api.get("/tokens");
+  if (o.json) return print_json(answer);
+  Table t({"ID", "USER", "ROLE", "CREATED", "EXPIRES", "LAST USED", "STATE"});
+  auto when = [](const Json& v, const char* none) {
+    return v.is_null() || v == 0 ? std::string(none) : format_time(v);
+  };
+  for (const auto& k : answer.value("tokens", Json::array()))
+    t.add({k.value("id", ""), k.value("user", ""), k.value("role", ""), when(k["created"], "-"),
+           when(k["expires"], "never"), when(k["last_used"], "never"), token_state(k)});
+  t.print();
+}
+
+void run_token_revoke(const TokenOptions& o) {
+  Api api(o.server);
+  api.require_token();
+  int worst = kExitOk;
+  for (const auto& id : o.ids) {
+    auto r = api.call("POST", "/tokens/" + url_encode(id) + "/revoke", Json::object());
+    if (!r) {
+      if (r.error().code == ErrorCode::kUnavailable) fail(r.error());
+      std::cerr << "railyard: " << r.error().message << std::endl;
+      worst = std::max(worst, exit_code(r.error().code));
+      continue;
+    }
+    std::cout << id << " revoked\n";
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw CLI::RuntimeError(kExitInternal);
+  if (worst != kExitOk) throw CLI::RuntimeError(worst);
 }
 
 void add_token_command(CLI::App& app) {
-  auto o = std::make_shared<TokenOptions>();
-  auto* token = app.add_subcommand("token", "API tokens (admin, on the scheduler's host)");
+  auto* token = app.add_subcommand("token", "API tokens: create, list, revoke (admin)");
   token->require_subcommand(1);
+  auto o = std::make_shared<TokenOptions>();
   auto* cmd = token->add_subcommand("create", "Create a token; prints it alone on the last line");
   cmd->add_option("--user", o->user, "The token's user")->required();
+  cmd->add_flag("--admin", o->admin, "An admin token (the same as --role admin)");
   cmd->add_option("--role", o->role, "user or admin")->check(CLI::IsMember({"user", "admin"}))->capture_default_str();
-  cmd->add_option("--db", o->db, "The scheduler's database (default: the local cluster's, see `railyard up`)");
-  cmd->add_option("--state-dir", o->state_dir, "Local cluster state folder (default: " + default_state_dir() + ")");
-  cmd->footer(R"(Runs `railyard-scheduler token create` on the database; tokens work at once.
+  cmd->add_option("--expires", o->expires,
+                  "Lifetime: N followed by s, m, h, d or w (30d), or never (default 90d)");
+  cmd->add_option("--db", o->db, "Create it on the scheduler's database instead of through the API");
+  cmd->add_option("--state-dir", o->state_dir,
+                  "... on the local cluster's database in this folder (see `railyard up`)");
+  add_server_options(*cmd, o->server);
+  cmd->footer(R"(With an admin token configured, through the API (POST /api/v1/tokens); with --db (on the
+scheduler's host: the first admin token), or with no token configured and a local cluster, on the database.
+Tokens last 90 days unless --expires says otherwise.
 
 Examples:
-  railyard token create --user ada                        # on the local cluster of `railyard up`
-  railyard token create --db /var/lib/railyard/state.db --user ops --role admin
+  railyard token create --user ada --expires 30d
+  railyard token create --user ops --admin --expires never
+  railyard token create --db /var/lib/railyard/state.db --user ops --admin
 
-Exit codes: 0 ok, 1 failure, 2 bad arguments or no database, 3 railyard-scheduler not found.)");
+Exit codes: 0 ok, 1 failure, 2 bad arguments or no database, 3 not an admin or railyard-scheduler not found.)");
   cmd->callback([o] { run_token_create(*o); });
+
+  auto l = std::make_shared<TokenOptions>();
+  auto* list =
+      token->add_subcommand("list", "Every token: id, user, role, created, expires, last used, state");
+  list->add_flag("--json", l->json, "The API's JSON");
+  add_server_options(*list, l->server);
+  list->footer(
+      "Admin only. Secrets are never shown: a token is named by its id.\n\nExit codes: 0 ok, 1 "
+      "scheduler unreachable, 3 not an admin.");
+  list->callback([l] { run_token_list(*l); });
+
+  auto r = std::make_shared<TokenOptions>();
+  auto* revoke =
+      token->add_subcommand("revoke", "Revoke tokens by id (`railyard token list`): refused from now on");
+  revoke->add_option("ids", r->ids, "Token ids")->required();
+  add_server_options(*revoke, r->server);
+  revoke->footer(
+      "Admin only.\n\nExamples:\n  railyard token revoke 3f2a9c1b7e4d\n\nExit codes: 0 ok, 1 "
+      "scheduler unreachable, 3 unknown id or not an admin.");
+  revoke->callback([r] { run_token_revoke(*r); });
 }
 
 }  // namespace

@@ -144,7 +144,8 @@ int wait_for_listen(int pid, const std::string& log, double timeout_s) {
 
 // `railyard-scheduler token create`, returning the token (its output's last line).
 std::string create_token(const std::string& bin, const std::string& db, const std::string& user) {
-  const std::string cmd = "'" + bin + "' token create --db '" + db + "' --user '" + user + "' --role admin 2>&1";
+  const std::string cmd =
+      "'" + bin + "' token create --db '" + db + "' --user '" + user + "' --role admin --expires never 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) fail(internal_error("cannot run " + bin));
   std::string out;

@@ -28,6 +28,12 @@ Result<JobSpec> parse_job_spec(const nlohmann::json& j);
 // Parses JSON text (at most kMaxSpecTextBytes, kMaxJsonDepth levels, no duplicate keys), then as above.
 Result<JobSpec> parse_job_spec_text(std::string_view text);
 
+// The strict JSON reader every submit path uses (a single spec, a batch's body): at most `max_bytes` and
+// `max_depth` levels, and no object may repeat a key; the error names where the repeat is
+// (`jobs[3]: duplicate key "gpus" ...`). `what` names the text in size and depth errors ("job spec").
+Result<nlohmann::json> parse_json_text(std::string_view text, size_t max_bytes, int max_depth,
+                                       std::string_view what);
+
 // Every field, defaults included; time_limit in seconds; target only when set. parse_job_spec reads it back
 // to an equal spec.
 nlohmann::json to_json(const JobSpec& spec);

@@ -176,6 +176,29 @@ TEST(SpecJson, EveryParseErrorNamesItsField) {
   }
 }
 
+// The strict reader every submit path shares (issue 32): a repeated key is found at any depth and named by
+// where it is, and the first repeat is the one reported.
+TEST(SpecJson, StrictReaderNamesWhereAKeyRepeats) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"a": 1, "a": 2})", R"(duplicate key "a" (each field may appear once))"},
+      {R"({"jobs": [{"gpus": 1}, {"gpus": 1, "gpus": 2}]})", R"(jobs[1]: duplicate key "gpus")"},
+      {R"({"jobs": [1, "x", {"env": {"A": "1", "A": "2"}}]})", R"(jobs[2].env: duplicate key "A")"},
+      {R"([[{"x": 1}], [{"x": 1, "x": 2}]])", R"([1][0]: duplicate key "x")"},
+      {R"({"jobs": [{"a": 1, "a": 2}], "jobs": []})", R"(jobs[0]: duplicate key "a")"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto r = parse_json_text(text, 1 << 20, kMaxJsonDepth, "request body");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().message.rfind(want, 0), 0u) << text << "\n" << r.error().message;
+  }
+  auto fine =
+      parse_json_text(R"({"jobs": [{"a": 1}, {"a": 2}], "b": {"a": 3}})", 1 << 20, kMaxJsonDepth, "body");
+  ASSERT_TRUE(fine) << fine.error().message;
+  EXPECT_EQ((*fine)["jobs"][1]["a"], 2);
+  EXPECT_EQ(parse_json_text("{}", 1, kMaxJsonDepth, "request body").error().message,
+            "request body: 2 bytes; at most 1 allowed");
+}
+
 TEST(SpecJson, DepthLimitIsExact) {
   // 32 levels in all (the spec object plus 31 arrays) parse; the unknown field is then the only problem.
   auto r = parse_job_spec_text("{\"x\": " + nested_arrays(31) + "}");

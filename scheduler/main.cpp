@@ -5,7 +5,8 @@
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
 //                      [--tls-cert PEM --tls-key PEM]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
-//   railyard-scheduler token create --db PATH --user U [--role user|admin]
+//   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
+//   railyard-scheduler routes        (the route table as JSON: method, path, role; issue 32)
 //
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
 // scheduling loop; the Router (api/router) maps requests onto the Service; WebSocket upgrades go to the
@@ -47,17 +48,26 @@ int fail(const std::string& message, int code = 1) {
   return code;
 }
 
-int token_create(const std::string& db, const std::string& user, const std::string& role_name) {
+int64_t wall_clock_seconds();
+
+int token_create(const std::string& db, const std::string& user, const std::string& role_name,
+                 const std::string& expires) {
   auto role = store::parse_role(role_name);
   if (!role) return fail("--role " + role_name + ": must be user or admin", 2);
   if (user.empty()) return fail("--user: must not be empty", 2);
+  auto life = api::parse_lifetime(expires);
+  if (!life) return fail("--" + life.error().message, 2);
   auto st = store::SqliteStateStore::open(db);
   if (!st) return fail(st.error().message);
   auto token = api::generate_token();
   if (!token) return fail(token.error().message);
-  if (auto s = (*st)->add_token({api::sha256_hex(*token), user, *role}); !s) return fail(s.error().message);
+  store::TokenRecord t{api::sha256_hex(*token), user, *role};
+  t.created = wall_clock_seconds();
+  if (*life) t.expires = t.created + **life;
+  if (auto s = (*st)->add_token(t); !s) return fail(s.error().message);
   std::cerr << "created " << (*role == store::Role::kAdmin ? "an " : "a ") << role_name << " token for "
-            << user << " (shown once; store it safely)\n";
+            << user << " (id " << t.id() << ", " << (*life ? "expires in " + expires : "never expires")
+            << "; shown once; store it safely)\n";
   std::cout << *token << std::endl;
   return 0;
 }
@@ -239,11 +249,11 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   api::Router router(
       service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster), web_root});
   router.set_agent_hub(&hub);
-  server.set_handler([&router, leading = elector.get()](api::HttpRequest&& req, api::Reply reply) {
-    if (leading)
-      if (auto r = ha::ha_route(req, *leading)) return reply(std::move(*r));
-    router.handle(std::move(req), reply);
-  });
+  if (elector)
+    router.set_ha_route(
+        [leading = elector.get()](const api::HttpRequest& req) { return ha::ha_route(req, *leading); });
+  server.set_handler(
+      [&router](api::HttpRequest&& req, api::Reply reply) { router.handle(std::move(req), reply); });
   server.set_ws_acceptor([&hub, &watch](const api::HttpRequest& req,
                                         std::shared_ptr<api::WsPeer> ws) -> std::optional<api::WsHandlers> {
     const std::string path = req.target.substr(0, req.target.find('?'));
@@ -337,9 +347,20 @@ int main(int argc, char** argv) {
   create->add_option("--db", token_db, "SQLite database file")->required();
   create->add_option("--user", token_user, "the token's user")->required();
   create->add_option("--role", token_role, "user or admin");
+  std::string token_expires = "90d";
+  create->add_option("--expires", token_expires,
+                     "lifetime: N followed by s, m, h, d or w, or never (default 90d)");
+  auto* routes = app.add_subcommand("routes", "print the HTTP route table as JSON (method, path, role)");
   CLI11_PARSE(app, argc, argv);
 
-  if (*create) return token_create(token_db, token_user, token_role);
+  if (*create) return token_create(token_db, token_user, token_role, token_expires);
+  if (*routes) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : api::Router::routes())
+      out.push_back({{"method", r.method}, {"path", r.pattern}, {"role", api::to_string(r.access)}});
+    std::cout << out.dump(1) << std::endl;
+    return 0;
+  }
   if (!config_file.empty()) {
     std::set<std::string> given;
     for (const char* key : {"listen", "db", "cluster", "preset", "sus", "private"})

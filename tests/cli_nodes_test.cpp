@@ -56,11 +56,52 @@ void node_remove(const CliCluster& c) {
   EXPECT_EQ(c.run({"node", "remove", "dgx032"}, c.ada()).code, 3);
 }
 
+// `railyard token create/list/revoke` through the API and `railyard history --audit` (issue 32).
+void tokens_and_audit(const CliCluster& c) {
+  SCOPED_TRACE("token create/list/revoke, history --audit");
+  auto made = c.run({"token", "create", "--user", "dora", "--expires", "30d"}, c.admin());
+  ASSERT_EQ(made.code, 0) << made.err;
+  const std::string dora = trimmed(made.out);
+  EXPECT_EQ(dora.rfind("ry_", 0), 0u) << made.out;
+  EXPECT_EQ(c.run({"token", "create", "--user", "x"}, c.ada()).code, 3) << "users may not make tokens";
+  EXPECT_EQ(c.run({"token", "create", "--user", "x", "--expires", "soon"}, c.admin()).code, 2);
+  auto list = c.run({"token", "list", "--json"}, c.admin());
+  ASSERT_EQ(list.code, 0) << list.err;
+  std::string id;
+  const nlohmann::json listed = list.json();
+  for (const auto& t : listed["tokens"])
+    if (t["user"] == "dora") id = t["id"];
+  ASSERT_EQ(id.size(), 12u) << list.out;
+  EXPECT_EQ(list.out.find(dora), std::string::npos) << "the list shows no secret";
+  auto table = c.run({"token", "list"}, c.admin());
+  EXPECT_NE(table.out.find("LAST USED"), std::string::npos) << table.out;
+  EXPECT_EQ(c.run({"token", "list"}, c.ada()).code, 3);
+  EXPECT_EQ(c.run({"queue"}, dora).code, 0);
+  auto revoke = c.run({"token", "revoke", id}, c.admin());
+  ASSERT_EQ(revoke.code, 0) << revoke.err;
+  EXPECT_EQ(revoke.out, id + " revoked\n");
+  auto refused = c.run({"submit", "--gpus", "1", "--", "true"}, dora);
+  EXPECT_EQ(refused.code, 3);
+  EXPECT_NE(refused.err.find("was revoked"), std::string::npos) << refused.err;
+  EXPECT_NE(c.run({"token", "list"}, c.admin()).out.find("revoked"), std::string::npos);
+  auto audit = c.run({"history", "--audit", "--user", "root", "--json"}, c.admin());
+  ASSERT_EQ(audit.code, 0) << audit.err;
+  bool saw_revoke = false;
+  const nlohmann::json rows = audit.json();
+  for (const auto& r : rows["rows"])
+    saw_revoke |= r["target"] == "/api/v1/tokens/" + id + "/revoke" && r["status"] == 200;
+  EXPECT_TRUE(saw_revoke) << audit.out;
+  auto text = c.run({"history", "--audit", "--since", "1d"}, c.admin());
+  EXPECT_NE(text.out.find("/api/v1/tokens"), std::string::npos) << text.out;
+  EXPECT_EQ(c.run({"history", "--audit"}, c.ada()).code, 3);
+}
+
 TEST(CliNodes, ListDrainResumeRemove) {
   CliCluster c;
   nodes_json_and_hostlist_filter(c);
   drain_and_resume(c);
   node_remove(c);
+  tokens_and_audit(c);
 }
 
 TEST(CliConfig, TokenFromFlagEnvironmentOrConfigFile) {

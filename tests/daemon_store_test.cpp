@@ -318,6 +318,44 @@ TEST(SqliteStore, TokensAreStoredByHash) {
   EXPECT_EQ(api::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+// Schema 10 (issue 32): a token's times, its revocation and last use written with a batch, and audit rows in
+// the batch's transaction, read back newest-last and by actor.
+TEST(SqliteStore, TokenTimesAndAuditRowsCommitWithABatch) {
+  testing::TempDir dir;
+  auto s = SqliteStateStore::open(dir.file("t.db"));
+  ASSERT_TRUE(s);
+  store::TokenRecord t("ab12cd34ef56" + std::string(52, '0'), "ada", store::Role::kUser);
+  t.created = 100;
+  t.expires = 200;
+  store::WriteBatch b;
+  b.tokens.push_back(t);
+  b.audit.push_back({1000, "root", "127.0.0.1", "POST", "/api/v1/tokens", 201});
+  b.audit.push_back({1001, "ada", "10.0.0.2", "POST", "/api/v1/jobs", 403});
+  ASSERT_TRUE((*s)->commit(b));
+  store::WriteBatch later;
+  later.token_uses.push_back({t.hash, 150});
+  later.token_uses.push_back({t.hash, 120});  // never moves back
+  later.token_revokes.push_back({t.hash, 160});
+  ASSERT_TRUE((*s)->commit(later));
+  auto found = (*s)->find_token(t.hash);
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ((*found)->id(), "ab12cd34ef56");
+  EXPECT_EQ((*found)->created, 100);
+  EXPECT_EQ((*found)->expires, 200);
+  EXPECT_EQ((*found)->last_used, 150);
+  EXPECT_EQ((*found)->revoked, 160);
+  EXPECT_EQ((*s)->tokens()->size(), 1u);
+  auto all = (*s)->audit({});
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].source, "10.0.0.2");
+  EXPECT_EQ((*all)[1].status, 403);
+  auto ada = (*s)->audit({"ada", 0, 10});
+  ASSERT_EQ(ada->size(), 1u);
+  EXPECT_EQ((*ada)[0].target, "/api/v1/jobs");
+  EXPECT_EQ((*s)->audit({"", 1001, 10})->size(), 1u);
+}
+
 // A loop that runs posted work only when told, so a test controls what arrives "together".
 struct FakeLoop {
   std::deque<std::function<void()>> work;

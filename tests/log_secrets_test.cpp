@@ -1,7 +1,7 @@
 // Tokens never appear in the scheduler's log (issue 10, security): the daemon runs with its stdout and
 // stderr in a file; good, wrong and malformed bearer tokens go through every kind of route (submit, bad
 // body, job and node actions, logs, whoami, a watch request without the upgrade), and the log is searched
-// for them.
+// for them; also tokens made and revoked through the API, and a token sent in a URL.
 #include <gtest/gtest.h>
 
 #include "tests/fault_util.hpp"
@@ -47,11 +47,20 @@ TEST(LogSecrets, TokensNeverAppearInTheSchedulerLog) {
     c.request("GET", "/api/v1/watch", "", token);
   }
   EXPECT_EQ(c.request("GET", "/api/v1/whoami", "", wrong).status, 401);
+  // Tokens made and revoked through the API (issue 32), and tokens sent in a URL, which are refused.
+  const auto made = c.request("POST", "/api/v1/tokens", R"({"user": "bo", "expires": "1d"})", admin);
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string fresh = made.json()["token"];
+  c.request("GET", "/api/v1/whoami", "", fresh);
+  c.request("GET", "/api/v1/tokens", "", admin);
+  c.request("POST", "/api/v1/tokens/" + made.json()["id"].get<std::string>() + "/revoke", "", admin);
+  c.request("GET", "/api/v1/whoami", "", fresh);
+  EXPECT_EQ(c.request("GET", "/api/v1/jobs?token=" + user).status, 400);
   sched.stop(SIGTERM);
   const std::string text = read_small(log);
   EXPECT_NE(text.find("listening on"), std::string::npos);  // the log is the daemon's
   EXPECT_NE(text.find("by root"), std::string::npos) << text;  // actions are logged, with the user
-  for (const std::string& token : {admin, user, wrong, odd})
+  for (const std::string& token : {admin, user, wrong, odd, fresh})
     EXPECT_EQ(text.find(token), std::string::npos) << "token in the log:\n" << text;
 }
 

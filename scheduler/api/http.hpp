@@ -19,6 +19,7 @@ struct HttpRequest {
   std::string target;         // path and query, as sent
   std::string authorization;  // the Authorization header, "" when absent
   std::string body;
+  std::string remote;  // the peer's address ("127.0.0.1"), for the audit log; "" when unknown
 };
 
 struct HttpResponse {

@@ -19,33 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::string_view kPrefix = "/api/v1";
-
-std::string percent_decode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      int v = 0;
-      auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
-      if (ec == std::errc() && p == s.data() + i + 3) {
-        out.push_back(static_cast<char>(v));
-        i += 2;
-        continue;
-      }
-    }
-    out.push_back(s[i] == '+' ? ' ' : s[i]);
-  }
-  return out;
-}
-
-HttpResponse method_not_allowed(const char* allow) {
-  HttpResponse r = error_response(405, "method_not_allowed", std::string("allowed: ") + allow);
-  r.headers.emplace_back("Allow", allow);
-  return r;
-}
-
-HttpResponse not_found_route() { return error_response(404, "not_found", "no such route"); }
-
 // GET /utilization?since=&until=&step=: the last hour in 10 s steps by default, at most kMaxSteps steps.
 HttpResponse utilization(const std::map<std::string, std::string>& query, const daemon::Service& service) {
   constexpr int64_t kMaxSteps = 3600;
@@ -74,20 +47,6 @@ HttpResponse utilization(const std::map<std::string, std::string>& query, const 
                           "step=" + std::to_string(v["step"]) + ": at most " + std::to_string(kMaxSteps) +
                               " steps from since to until");
   return json_response(200, utilization_json(service.table(), v["since"], v["until"], v["step"], now));
-}
-
-// Parses a request body, refusing nesting deeper than `max_depth` before it costs anything.
-std::optional<json> parse_body(const std::string& text, int max_depth, std::string& error) {
-  if (jobs::json_text_depth(text) > max_depth) {
-    error = "request body: nested deeper than " + std::to_string(max_depth) + " levels";
-    return std::nullopt;
-  }
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    error = "request body is not valid JSON";
-    return std::nullopt;
-  }
-  return j;
 }
 
 }  // namespace
@@ -126,123 +85,32 @@ bool Router::concurrent(const HttpRequest& req) {
   return req.method == "POST" && (path == "/api/v1/jobs" || path == "/api/v1/jobs:batch");
 }
 
-// A bug in one request's handling answers 500 and leaves the daemon running.
-void Router::handle(HttpRequest&& req, const Reply& reply) {
-  try {
-    route(std::move(req), reply);
-  } catch (const std::exception& e) {
-    reply(error_response(500, "internal", std::string("internal error: ") + e.what()));
-  }
-}
-
-void Router::route(HttpRequest&& req, const Reply& reply) {
-  std::string_view target = req.target;
-  const size_t q = target.find('?');
-  std::string_view path = target.substr(0, q);
-  Route route;
-  if (q != std::string_view::npos) {
-    std::string_view qs = target.substr(q + 1);
-    while (!qs.empty()) {
-      std::string_view kv = qs.substr(0, qs.find('&'));
-      qs.remove_prefix(std::min(qs.size(), kv.size() + 1));
-      const size_t eq = kv.find('=');
-      route.query[percent_decode(kv.substr(0, eq))] =
-          eq == std::string_view::npos ? "" : percent_decode(kv.substr(eq + 1));
-    }
-  }
-  if (path == "/metrics") path = "/api/v1/metrics";
-  if (path.substr(0, kPrefix.size()) != kPrefix ||
-      (path.size() > kPrefix.size() && path[kPrefix.size()] != '/')) {
-    if (req.method != "GET" && req.method != "HEAD") return reply(method_not_allowed("GET, HEAD"));
-    return reply(static_files_.get(percent_decode(path)));
-  }
-  path.remove_prefix(kPrefix.size());
-  while (!path.empty()) {
-    if (path.front() == '/') path.remove_prefix(1);
-    std::string_view s = path.substr(0, path.find('/'));
-    if (!s.empty()) route.seg.push_back(percent_decode(s));
-    path.remove_prefix(s.size());
-  }
-  // railyard-agent-exec authenticates with the allocation's exec token, not an API token.
-  if (route.seg.size() == 3 && route.seg[0] == "allocs" && route.seg[2] == "exec") {
-    if (req.method != "POST") return reply(method_not_allowed("POST"));
-    return alloc_exec(req, route, reply);
-  }
-  // Auth: POST always; reads only when private, and logs always (owner or admin).
-  std::optional<daemon::Caller> who;
-  const bool logs = route.seg.size() == 3 && route.seg[0] == "jobs" && route.seg[2] == "logs";
-  const bool whoami = route.seg.size() == 1 && route.seg[0] == "whoami";
-  const bool mutating = req.method != "GET" && req.method != "HEAD";
-  if (mutating || options_.private_reads || logs || whoami) {
-    auto token = bearer_token(req.authorization);
-    if (!token) return reply(error_response(401, "unauthorized", "a bearer token is required"));
-    auto c = service_.authenticate(*token);
-    if (!c) return reply(error_response(c.error()));
-    if (!*c) return reply(error_response(401, "unauthorized", "unknown token"));
-    who = **c;
-  }
-  if (req.method == "POST" && route.seg.size() == 1 &&
-      (route.seg[0] == "jobs" || route.seg[0] == "jobs:batch"))
-    return submit(req, *who, route.seg[0] == "jobs:batch", route.query["idempotency_key"], reply);
-  if (logs) {
-    if (req.method != "GET") return reply(method_not_allowed("GET"));
-    return job_logs(route, &*who, reply);
-  }
-  if (whoami) {
-    if (req.method != "GET") return reply(method_not_allowed("GET"));
-    return reply(json_response(200, {{"user", who->user}, {"role", store::to_string(who->role)}}));
-  }
-  reply(dispatch(req, route, who ? &*who : nullptr));
-}
-
-HttpResponse Router::dispatch(const HttpRequest& req, const Route& route, const daemon::Caller* who) {
-  const auto& s = route.seg;
-  const bool get = req.method == "GET", post = req.method == "POST";
+// GET /health, /version, /metrics, /topology, /utilization, /nodes: the cluster-wide reads.
+HttpResponse Router::cluster_read(const Route& route) {
   const auto& table = service_.table();
-  if (s.size() == 1) {
-    const std::string& r = s[0];
-    if (r == "jobs") return get ? list_jobs(route) : method_not_allowed("GET, POST");
-    if (r == "jobs:batch") return method_not_allowed("POST");
-    if (r != "nodes" && r != "topology" && r != "health" && r != "version" && r != "metrics" &&
-        r != "accounting" && r != "utilization")
-      return not_found_route();
-    if (!get) return method_not_allowed("GET");
-    if (r == "accounting") return accounting(route);
-    if (r == "utilization") return utilization(route.query, service_);
-    if (r == "nodes") return json_response(200, {{"nodes", nodes_json(table)}});
-    if (r == "topology") return {200, "application/json", options_.topology_json, {}};
-    if (r == "health") return json_response(200, {{"status", "ok"}});
-    if (r == "version") return json_response(200, {{"version", options_.version}, {"api", "v1"}});
-    std::string text = metrics_text(table, service_.stats());
-    if (hub_) text += agent_metrics_text(*hub_);
-    return {200, "text/plain; version=0.0.4", std::move(text), {}};
-  }
-  if (s.size() == 2 && s[0] == "nodes") {
-    if (!get) return method_not_allowed("GET");
-    return node_show(route);
-  }
-  if (s.size() == 3 && s[0] == "jobs" && (s[2] == "events" || s[2] == "metrics" || s[2] == "runs")) {
-    if (!get) return method_not_allowed("GET");
-    if (s[2] == "runs") return job_runs(route);
-    return s[2] == "events" ? job_events(route) : job_metrics(route);
-  }
-  if (s.size() == 2 && s[0] == "jobs") {
-    if (!get) return method_not_allowed("GET");
-    auto id = to_int(s[1]);
-    const store::JobRecord* r = id ? table.find(*id) : nullptr;
-    if (!r) return error_response(404, "not_found", "job " + s[1] + " not found");
-    json job = job_json(*r, table);
-    job["estimate"] = placement_estimate_json(*r, table.cluster());  // here only: lists stay cheap
-    return json_response(200, job);
-  }
-  if (s.size() == 3 && (s[0] == "jobs" || s[0] == "nodes")) {
-    if (!post) return method_not_allowed("POST");
-    return s[0] == "jobs" ? job_action(route, *who) : node_action(req, route, *who);
-  }
-  return not_found_route();
+  const std::string r = route.seg.empty() ? "metrics" : route.seg[0];  // /metrics is outside /api/v1
+  if (r == "utilization") return utilization(route.query, service_);
+  if (r == "nodes") return json_response(200, {{"nodes", nodes_json(table)}});
+  if (r == "topology") return {200, "application/json", options_.topology_json, {}};
+  if (r == "health") return json_response(200, {{"status", "ok"}});
+  if (r == "version") return json_response(200, {{"version", options_.version}, {"api", "v1"}});
+  std::string text = metrics_text(table, service_.stats());
+  if (hub_) text += agent_metrics_text(*hub_);
+  return {200, "text/plain; version=0.0.4", std::move(text), {}};
 }
 
-HttpResponse Router::list_jobs(const Route& route) {
+HttpResponse Router::job_show(const Route& route) {
+  const auto& table = service_.table();
+  auto id = to_int(route.seg[1]);
+  const store::JobRecord* r = id ? table.find(*id) : nullptr;
+  if (!r) return error_response(404, "not_found", "job " + route.seg[1] + " not found");
+  json job = job_json(*r, table);
+  job["estimate"] = placement_estimate_json(*r, table.cluster());  // here only: lists stay cheap
+  return json_response(200, job);
+}
+
+// `who`: the caller when the route needed a token (--private); a user then sees only their own jobs.
+HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
   auto param = [&](const char* k) -> std::optional<std::string> {
     auto it = route.query.find(k);
     return it == route.query.end() ? std::nullopt : std::optional<std::string>(it->second);
@@ -259,7 +127,14 @@ HttpResponse Router::list_jobs(const Route& route) {
       states.insert(*st);
     }
   }
-  const auto user = param("user");
+  auto user = param("user");
+  if (who && !who->admin()) {
+    if (user && !user->empty() && *user != who->user)
+      return error_response(
+          403, "forbidden",
+          "user=" + *user + ": with --private a user sees only their own jobs (" + who->user + "'s)");
+    user = who->user;
+  }
   const auto name = param("name");
   jobs::JobId array = 0;  // the tasks of this array only
   if (auto v = param("array")) {
@@ -320,10 +195,13 @@ HttpResponse Router::list_jobs(const Route& route) {
   return json_response(200, {{"jobs", std::move(out)}, {"next_after", next}});
 }
 
-// Single submits go through parse_job_spec_text (duplicate keys, depth); a batch is parsed once, then each
-// entry is read and checked with its index in front of any error.
-void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batch,
-                    const std::string& idempotency_key, const Reply& reply) {
+// Single submits and batches go through one strict parser (jobs::parse_json_text: duplicate keys, depth,
+// size); a batch's entries are then read and checked with their index in front of any error.
+void Router::submit(Call& call, bool batch) {
+  const HttpRequest& req = call.req;
+  const daemon::Caller& who = *call.who;
+  const Reply& reply = call.reply;
+  const std::string idempotency_key = call.route.query["idempotency_key"];
   if (idempotency_key.size() > 200)
     return reply(error_response(400, "invalid_argument", "idempotency_key: at most 200 characters"));
   std::vector<jobs::JobSpec> specs;
@@ -341,9 +219,8 @@ void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batc
   if (!batch) {
     if (!add(jobs::parse_job_spec_text(req.body), "")) return;
   } else {
-    std::string error;
-    auto body = parse_body(req.body, jobs::kMaxJsonDepth + 1, error);
-    if (!body) return reply(error_response(400, "invalid_argument", error));
+    auto body = jobs::parse_json_text(req.body, kMaxBodyLimit, jobs::kMaxJsonDepth + 1, "request body");
+    if (!body) return reply(error_response(body.error()));
     if (!body->is_object() || body->size() != 1 || !body->contains("jobs") || !(*body)["jobs"].is_array())
       return reply(error_response(400, "invalid_argument", R"(batch body must be {"jobs": [...]})"));
     const json& items = (*body)["jobs"];
@@ -357,33 +234,41 @@ void Router::submit(const HttpRequest& req, const daemon::Caller& who, bool batc
       if (!add(jobs::parse_job_spec(items[i]), where)) return;
     }
   }
-  service_.submit(std::move(specs), who, [reply, batch](Result<std::vector<jobs::JobId>> ids) {
-    if (!ids) return reply(error_response(ids.error()));
-    reply(batch ? json_response(201, {{"ids", *ids}}) : json_response(201, {{"id", ids->front()}}));
-  }, idempotency_key);
+  service_.submit(
+      std::move(specs), who,
+      [reply, batch](Result<std::vector<jobs::JobId>> ids) {
+        if (!ids) return reply(error_response(ids.error()));
+        reply(batch ? json_response(201, {{"ids", *ids}}) : json_response(201, {{"id", ids->front()}}));
+      },
+      idempotency_key, call.audit_as(201));
 }
 
-HttpResponse Router::job_action(const Route& route, const daemon::Caller& who) {
+HttpResponse Router::job_action(Call& call) {
   static const std::map<std::string, jobs::JobEvent, std::less<>> kActions = {
       {"cancel", jobs::JobEvent::kCancelled},
       {"hold", jobs::JobEvent::kHeld},
       {"release", jobs::JobEvent::kReleased}};
+  const Route& route = call.route;
   auto action = kActions.find(route.seg[2]);
-  if (action == kActions.end()) return not_found_route();
+  if (action == kActions.end()) return error_response(404, "not_found", "no such route");
   auto id = to_int(route.seg[1]);
   if (!id) return error_response(404, "not_found", "job " + route.seg[1] + " not found");
-  auto r = service_.act(*id, action->second, who);
+  auto r = service_.act(*id, action->second, *call.who, call.audit_as(200));
   if (!r) return error_response(r.error());
   return json_response(200, job_json(*r, service_.table()));
 }
 
-HttpResponse Router::node_action(const HttpRequest& req, const Route& route, const daemon::Caller& who) {
+HttpResponse Router::node_action(Call& call) {
+  const HttpRequest& req = call.req;
+  const Route& route = call.route;
+  const daemon::Caller& who = *call.who;
   const std::string& action = route.seg[2];
   if (action == "remove") {
-    if (auto st = service_.remove_node(route.seg[1], who); !st) return error_response(st.error());
+    if (auto st = service_.remove_node(route.seg[1], who, call.audit_as(200)); !st)
+      return error_response(st.error());
     return json_response(200, {{"name", route.seg[1]}, {"health", "removed"}, {"removed", true}});
   }
-  if (action != "drain" && action != "resume") return not_found_route();
+  if (action != "drain" && action != "resume") return error_response(404, "not_found", "no such route");
   std::string reason;
   if (!req.body.empty()) {
     json body = json::parse(req.body, nullptr, false);
@@ -397,7 +282,7 @@ HttpResponse Router::node_action(const HttpRequest& req, const Route& route, con
     }
   }
   const auto health = action == "drain" ? sched::NodeHealth::kDrain : sched::NodeHealth::kUp;
-  if (auto s = service_.set_node_health(route.seg[1], health, reason, who); !s)
+  if (auto s = service_.set_node_health(route.seg[1], health, reason, who, call.audit_as(200)); !s)
     return error_response(s.error());
   return json_response(200, {{"name", route.seg[1]}, {"health", sched::to_string(health)}});
 }

@@ -169,7 +169,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
   // `buffer` holds bytes already read from the connection (the TLS detection's).
   Session(Stream&& stream, beast::flat_buffer&& buffer, HttpServer::Impl& server)
-      : stream_(std::move(stream)), server_(server), buffer_(std::move(buffer)) {}
+      : stream_(std::move(stream)), server_(server), buffer_(std::move(buffer)) {
+    beast::error_code ec;
+    auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
+    if (!ec) remote_ = ep.address().to_string();
+  }
 
   void start() { read_header(); }
 
@@ -214,6 +218,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
+    r.remote = remote_;
     const bool upgrade_req = server_.ws_acceptor && websocket::is_upgrade(req);
     const bool concurrent = !upgrade_req && server_.concurrent && server_.concurrent(r);
     if (upgrade_req || !concurrent || !all_pending_concurrent()) {
@@ -369,6 +374,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::deque<std::shared_ptr<Slot>> slots_;  // read, not yet written; front = next to write
   std::optional<Waiting> waiting_;           // read, runs once slots_ is empty
   unsigned version_ = 11;
+  std::string remote_;  // the peer's address, for HttpRequest::remote
   bool reading_ = false, writing_ = false;
   bool peer_done_ = false;
   bool draining_ = false;

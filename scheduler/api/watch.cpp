@@ -22,7 +22,7 @@ void WatchHub::send(Sub& s, const json& frame) {
 }
 
 std::optional<WsHandlers> WatchHub::accept(const HttpRequest& req, const std::shared_ptr<WsPeer>& peer) {
-  Sub s{peer, std::nullopt, !private_};
+  Sub s{peer, std::nullopt, !private_, std::nullopt};
   const size_t q = req.target.find('?');
   if (q != std::string::npos) {
     std::string_view qs = std::string_view(req.target).substr(q + 1);
@@ -44,13 +44,18 @@ void WatchHub::on_message(WsPeer* peer, std::string_view text) {
   Sub& s = it->second;
   json m = json::parse(text, nullptr, false);
   std::optional<daemon::Caller> who;
-  if (m.is_object() && m.value("type", "") == "auth" && m.contains("token") && m["token"].is_string())
-    if (auto c = service_.authenticate(m["token"].get<std::string>()); c && *c) who = **c;
+  std::string refusal = "first frame must be a valid auth";
+  if (m.is_object() && m.value("type", "") == "auth" && m.contains("token") && m["token"].is_string()) {
+    auto c = service_.authenticate(m["token"].get<std::string>());
+    if (c && c->caller) who = c->caller;
+    if (c && !c->caller) refusal = c->refusal;
+  }
   if (!who) {
-    send(s, {{"type", "error"}, {"code", "unauthorized"}, {"message", "first frame must be a valid auth"}});
+    send(s, {{"type", "error"}, {"code", "unauthorized"}, {"message", refusal}});
     return s.peer->close();
   }
   s.authed = true;
+  if (!who->admin()) s.only_user = who->user;  // --private: a user sees only their own jobs
   send(s, {{"type", "hello"}, {"v", 1}});
 }
 
@@ -70,7 +75,7 @@ void WatchHub::on_batch(const store::WriteBatch& b) {
     if (!r) continue;
     std::optional<json> frame;
     for (auto& [p, s] : subs_) {
-      if (!s.authed || (s.job && *s.job != id)) continue;
+      if (!s.authed || (s.job && *s.job != id) || (s.only_user && *s.only_user != r->spec.user)) continue;
       if (!frame) frame = json{{"type", "job"}, {"job", job_json(*r, table)}};
       send(s, *frame);
     }
@@ -87,8 +92,9 @@ void WatchHub::on_batch(const store::WriteBatch& b) {
 }
 
 void WatchHub::on_metrics(jobs::JobId job, const json& events) {
+  const store::JobRecord* r = service_.table().find(job);
   for (auto& [p, s] : subs_)
-    if (s.authed && (!s.job || *s.job == job))
+    if (s.authed && (!s.job || *s.job == job) && (!s.only_user || (r && r->spec.user == *s.only_user)))
       send(s, {{"type", "metrics"}, {"job", job}, {"events", events}});
 }
 

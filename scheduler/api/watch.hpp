@@ -33,6 +33,7 @@ class WatchHub {
     std::shared_ptr<WsPeer> peer;
     std::optional<jobs::JobId> job;
     bool authed = false;
+    std::optional<std::string> only_user;  // --private and not an admin: only this user's jobs
   };
   void on_message(WsPeer* peer, std::string_view text);
   void on_batch(const store::WriteBatch& b);

@@ -17,6 +17,20 @@
 namespace railyard::daemon {
 namespace {
 
+// The verb of a job action, for messages ("only its owner or an admin may cancel it").
+std::string_view verb(jobs::JobEvent event) {
+  switch (event) {
+    case jobs::JobEvent::kCancelled:
+      return "cancel";
+    case jobs::JobEvent::kHeld:
+      return "hold";
+    case jobs::JobEvent::kReleased:
+      return "release";
+    default:
+      return "change";
+  }
+}
+
 // Work posted on the loop: an exception is a bug, logged, and must not end the daemon.
 std::function<void()> guarded(const char* what, std::function<void()> fn) {
   return [what, fn = std::move(fn)] {
@@ -157,18 +171,6 @@ Status Service::open() {
   return ok();
 }
 
-Result<std::optional<Caller>> Service::authenticate(const std::string& token) {
-  const std::string hash = api::sha256_hex(token);
-  if (auto it = token_cache_.find(hash); it != token_cache_.end()) return std::optional<Caller>(it->second);
-  // Not cached: tokens created by `token create` while the daemon runs are found in the store.
-  auto rec = store_->find_token(hash);
-  if (!rec) return rec.error();
-  if (!*rec) return std::optional<Caller>();
-  Caller c{(*rec)->user, (*rec)->role};
-  token_cache_.emplace(hash, c);
-  return std::optional<Caller>(c);
-}
-
 const jobs::JobSpec* Service::submitted_spec(JobId id, std::span<const jobs::JobSpec> earlier) const {
   if (const JobRecord* r = table_.find(id)) return &r->spec;
   if (id >= next_id_) {
@@ -226,24 +228,32 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who,
 }
 
 void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done,
-                     const std::string& idempotency_key) {
+                     const std::string& idempotency_key, const store::AuditRecord* audit) {
   std::string key;
   if (!idempotency_key.empty()) {
     key = who.user + "\n" + idempotency_key;
+    // A retry makes no change: its audit row is written on its own (deferred) once it is answered with ids.
     if (auto it = idempotent_done_.find(key); it != idempotent_done_.end()) {
+      if (audit) record_audit(*audit);
       std::vector<JobId> ids;
       for (int64_t k = 0; k < it->second.second; ++k) ids.push_back(it->second.first + k);
       loop_.post([done = std::move(done), ids = std::move(ids)]() mutable { done(std::move(ids)); });
       return;
     }
     if (auto it = idempotent_waiting_.find(key); it != idempotent_waiting_.end()) {
+      if (audit)
+        done = [this, row = *audit, done = std::move(done)](Result<std::vector<JobId>> ids) {
+          if (ids) record_audit(row);
+          done(std::move(ids));
+        };
       it->second.push_back(std::move(done));
       return;
     }
     idempotent_waiting_[key];
   }
   queued_jobs_ += specs.size();
-  QueuedSubmit q{{}, who.user, std::move(done), std::move(key)};
+  QueuedSubmit q{{}, who.user, std::move(done), std::move(key), {}};
+  if (audit) q.audit = *audit;
   const int64_t now = clock_();
   for (auto& spec : specs) {
     JobRecord r;
@@ -289,6 +299,7 @@ void Service::flush_submits() {
       b.events.push_back({job_subject(r.id), r.submit_time, q.actor, "submitted"});
       b.inserts.push_back(std::move(r));
     }
+    if (q.audit) b.audit.push_back(std::move(*q.audit));
   }
   stamp_events(b);
   // A few jobs commit on the loop: the hand-over to the thread and back would cost more than parsing that
@@ -360,13 +371,17 @@ void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
   }
 }
 
-Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who) {
+Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who,
+                               const store::AuditRecord* audit) {
   const JobRecord* cur = table_.find(id);
   if (!cur) return not_found("job " + std::to_string(id) + " not found");
   if (cur->spec.user != who.user && !who.admin())
-    return Error{ErrorCode::kPermission, "job " + std::to_string(id) + " belongs to " + cur->spec.user};
+    return Error{ErrorCode::kPermission, "job " + std::to_string(id) + " belongs to " + cur->spec.user +
+                                             "; only its owner or an admin may " + std::string(verb(event)) +
+                                             " it"};
   auto batch = table_.event_changes(id, event, who.user, clock_());
   if (!batch) return batch.error();
+  if (audit) batch->audit.push_back(*audit);
   if (auto s = write(*batch); !s) return s.error();
   applied(*batch);
   spdlog::info("job {} {} by {}", id, jobs::to_string(event), who.user);
@@ -375,7 +390,7 @@ Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who
 }
 
 Status Service::set_node_health(const std::string& name, sched::NodeHealth health, std::string reason,
-                                const Caller& who) {
+                                const Caller& who, const store::AuditRecord* audit) {
   if (!who.admin()) return Error{ErrorCode::kPermission, "node changes need the admin role"};
   const topology::NodeId id = table_.cluster().find_node(name);
   if (id < 0) return not_found("node " + name + " not found");
@@ -385,6 +400,7 @@ Status Service::set_node_health(const std::string& name, sched::NodeHealth healt
   const std::string what = std::string(sched::to_string(health)) + (reason.empty() ? "" : ": " + reason);
   b.nodes.push_back({name, health, std::move(reason)});
   b.events.push_back({"node:" + name, clock_(), who.user, what});
+  if (audit) b.audit.push_back(*audit);
   stamp_events(b);
   if (auto s = store_commit(b); !s) return s;
   committed(b.durability);
@@ -394,11 +410,14 @@ Status Service::set_node_health(const std::string& name, sched::NodeHealth healt
   return ok();
 }
 
-Status Service::remove_node(const std::string& name, const Caller& who) {
+Status Service::remove_node(const std::string& name, const Caller& who, const store::AuditRecord* audit) {
   if (!who.admin()) return Error{ErrorCode::kPermission, "node changes need the admin role"};
   const topology::NodeId id = table_.cluster().find_node(name);
   if (id < 0) return not_found("node " + name + " not found");
-  if (table_.health(id) == sched::NodeHealth::kRemoved) return ok();
+  if (table_.health(id) == sched::NodeHealth::kRemoved) {
+    if (audit) record_audit(*audit);
+    return ok();
+  }
   auto on_node = [&](const std::vector<std::string>& nodes) {
     return std::find(nodes.begin(), nodes.end(), name) != nodes.end();
   };
@@ -414,6 +433,7 @@ Status Service::remove_node(const std::string& name, const Caller& who) {
   WriteBatch b;
   b.nodes.push_back({name, sched::NodeHealth::kRemoved, "removed by " + who.user});
   b.events.push_back({"node:" + name, clock_(), who.user, "removed"});
+  if (audit) b.audit.push_back(*audit);
   stamp_events(b);
   if (auto s = store_commit(b); !s) return s;
   committed(b.durability);

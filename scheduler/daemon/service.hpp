@@ -70,6 +70,19 @@ struct Caller {
   bool admin() const { return role == store::Role::kAdmin; }
 };
 
+// What a bearer token stands for: the caller, or why it is refused (unknown, expired, revoked), which is
+// the message of a 401.
+struct Authenticated {
+  std::optional<Caller> caller;
+  std::string refusal;
+};
+
+// Tokens made without an expiry last this long (`token create --expires never` for none).
+inline constexpr int64_t kDefaultTokenLifetimeS = 90 * 86400;
+// A token's last use is written when it moved by at least this much since the last write, so a busy token
+// costs one deferred row now and then, not a write per request.
+inline constexpr int64_t kTokenUseResolutionS = 60;
+
 struct ServiceStats {
   int64_t submits_total = 0;
   int64_t submit_commits_total = 0;
@@ -185,8 +198,29 @@ class Service {
     table_.unpark_all();  // parked jobs' reasons were written under the old one (`explain`)
   }
 
-  // The caller a bearer token stands for; kPermission-free: nullopt when the token is unknown.
-  Result<std::optional<Caller>> authenticate(const std::string& token);
+  // The caller a bearer token stands for, or the refusal of an unknown, expired or revoked one. Tokens are
+  // cached by hash after their first use; a revocation through revoke_token() reaches the cache at once.
+  // (service_auth.cpp, as are the token and audit methods below.)
+  Result<Authenticated> authenticate(const std::string& token);
+  // Admin only: a new token for `user` (the secret, shown once; the store keeps its hash) expiring at
+  // `expires` (unix seconds; nullopt: never). Written with `audit` (see "Audit" below).
+  Result<std::pair<std::string, store::TokenRecord>> create_token(const std::string& user, store::Role role,
+                                                                  std::optional<int64_t> expires,
+                                                                  const Caller& who,
+                                                                  const store::AuditRecord* audit = nullptr);
+  // Admin only: every token, its last use as this process saw it.
+  Result<std::vector<store::TokenRecord>> tokens(const Caller& who);
+  // Admin only: revokes the token whose id (store::kTokenIdLength characters of its hash) is `id`;
+  // kNotFound when none. Revoking a revoked token changes nothing.
+  Status revoke_token(const std::string& id, const Caller& who, const store::AuditRecord* audit = nullptr);
+
+  // Audit (issue 32): the mutators below and the token ones take the row of the request that asks
+  // (`audit`, its status already the success status) and write it in the transaction of the change they
+  // make, or, when they succeed without a change, as a deferred batch: a caller records only the requests
+  // that failed (record_audit). nullptr: not an API request.
+  // Writes `row` as a deferred batch (with the loop's next transaction or the delayed sync; no fsync of its
+  // own).
+  void record_audit(store::AuditRecord row);
 
   // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
   // for someone else. `earlier`: the specs before this one in the submit() call that follows (a batch's
@@ -198,18 +232,19 @@ class Service {
   // job and gets the ids the first one got (or waits for its commit, when that is still in flight); the key
   // is written with the jobs, so a retry after a failover finds it too (issue 30).
   void submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done,
-              const std::string& idempotency_key = "");
+              const std::string& idempotency_key = "", const store::AuditRecord* audit = nullptr);
 
   // cancel, hold, release: owner or admin; kConflict when the state forbids it.
-  Result<JobRecord> act(JobId id, jobs::JobEvent event, const Caller& who);
+  Result<JobRecord> act(JobId id, jobs::JobEvent event, const Caller& who,
+                        const store::AuditRecord* audit = nullptr);
   // Admin only: drain (health kDrain with a reason) or resume (kUp). A removed node may only be resumed
   // (kConflict otherwise).
   Status set_node_health(const std::string& name, sched::NodeHealth health, std::string reason,
-                         const Caller& who);
+                         const Caller& who, const store::AuditRecord* audit = nullptr);
   // Admin only: health kRemoved (never placed on, not capacity, its agent refused) until resumed.
   // kConflict, naming the job, while a STARTING/RUNNING job or a GPU hold is on the node. Removing a
   // removed node changes nothing.
-  Status remove_node(const std::string& name, const Caller& who);
+  Status remove_node(const std::string& name, const Caller& who, const store::AuditRecord* audit = nullptr);
 
  private:
   struct QueuedSubmit {
@@ -217,6 +252,7 @@ class Service {
     std::string actor;
     SubmitDone done;
     std::string idempotency_key;  // scoped ("<user>\n<key>"); "" = none
+    std::optional<store::AuditRecord> audit;  // written with the jobs
   };
   struct PassWork;
   struct SubmitWork;
@@ -270,7 +306,8 @@ class Service {
   bool pass_again_ = false;      // a pass was requested while one was in flight
   std::chrono::steady_clock::time_point last_pass_end_{};
   std::chrono::steady_clock::duration last_pass_duration_{};
-  std::unordered_map<std::string, Caller> token_cache_;  // by token hash
+  std::unordered_map<std::string, store::TokenRecord> token_cache_;  // by hash; last_used as last seen
+  std::unordered_map<std::string, int64_t> token_use_written_;      // by hash: the last use written
   // Idempotency keys (scoped) of committed submits: first id and count; and of submits not committed yet:
   // the retries waiting for them.
   std::unordered_map<std::string, std::pair<JobId, int64_t>> idempotent_done_;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jobs/spec_json.hpp"
+#include "scheduler/store/sqlite_auth.hpp"
 #include "scheduler/store/sqlite_util.hpp"
 
 namespace railyard::store {
@@ -24,7 +25,7 @@ constexpr int kCheckpointFrames = 1000;
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 9> kMigrations = {
+constexpr std::array<std::string_view, 10> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -99,6 +100,15 @@ constexpr std::array<std::string_view, 9> kMigrations = {
        INSERT INTO ha_epoch(epoch) VALUES (0);
        CREATE TABLE idempotency (key TEXT PRIMARY KEY, first_id INTEGER NOT NULL, count INTEGER NOT NULL)
          WITHOUT ROWID;)",
+    // 10: a cluster many users share (issue 32): tokens get a creation time, an expiry, the time of their
+    // last use and of their revocation (NULL: never); the audit log of mutating API requests. Tokens made
+    // before have created 0 and never expire.
+    R"(ALTER TABLE tokens ADD COLUMN created INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE tokens ADD COLUMN expires INTEGER;
+       ALTER TABLE tokens ADD COLUMN last_used INTEGER;
+       ALTER TABLE tokens ADD COLUMN revoked INTEGER;
+       CREATE TABLE audit (seq INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, actor TEXT NOT NULL,
+         source TEXT NOT NULL, method TEXT NOT NULL, target TEXT NOT NULL, status INTEGER NOT NULL);)",
 };
 
 // gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
@@ -309,6 +319,7 @@ struct SqliteStateStore::Statements {
   sql::Stmt ins, upd, node, ev, metric;
   // Rarer writes, prepared on first use.
   std::unique_ptr<sql::Stmt> hold, unhold, run, idem;
+  AuthStatements auth;
 };
 
 namespace {
@@ -380,6 +391,7 @@ void SqliteStateStore::write(const WriteBatch& b) {
         .bind(2, k.first_id)
         .bind(3, k.count)
         .run();
+  write_auth_rows(db_, b, st.auth);
   if (b.metrics.empty()) return;
   sql::Stmt& m = st.metric;
   m.reset();
@@ -572,27 +584,6 @@ int SqliteStateStore::log_committed(void* self, sqlite3*, const char*, int frame
   if (frames < kCheckpointFrames || store.checkpointer_->in_flight.exchange(true)) return SQLITE_OK;
   store.checkpoint_executor_([c = store.checkpointer_] { c->run(); });
   return SQLITE_OK;
-}
-
-Status SqliteStateStore::add_token(const TokenRecord& t) {
-  return guarded([&]() -> Status {
-    sql::Stmt(db_, "INSERT INTO tokens(hash, user, role) VALUES (?,?,?)")
-        .bind(1, t.hash)
-        .bind(2, t.user)
-        .bind(3, to_string(t.role))
-        .run();
-    return ok();
-  });
-}
-
-Result<std::optional<TokenRecord>> SqliteStateStore::find_token(const std::string& hash) {
-  return guarded([&]() -> Result<std::optional<TokenRecord>> {
-    sql::Stmt q(db_, "SELECT user, role FROM tokens WHERE hash = ?");
-    q.bind(1, hash);
-    if (!q.step()) return std::optional<TokenRecord>();
-    return std::optional<TokenRecord>(
-        TokenRecord{hash, q.text(0), parse_role(q.text(1)).value_or(Role::kUser)});
-  });
 }
 
 Result<std::vector<EventRecord>> SqliteStateStore::events(const std::string& subject, int limit) {

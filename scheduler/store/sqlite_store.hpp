@@ -44,6 +44,8 @@ class SqliteStateStore final : public StateStore {
   void checkpoint_on(Executor executor, std::function<void(const Error&)> failed) override;
   Status add_token(const TokenRecord& token) override;
   Result<std::optional<TokenRecord>> find_token(const std::string& hash) override;
+  Result<std::vector<TokenRecord>> tokens() override;                       // sqlite_auth.cpp
+  Result<std::vector<AuditRecord>> audit(const AuditQuery& query) override;  // sqlite_auth.cpp
   Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
   Result<std::vector<MetricSample>> metrics(JobId job, int limit) override;
 

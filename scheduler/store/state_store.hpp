@@ -51,11 +51,49 @@ enum class Role { kUser, kAdmin };
 std::string_view to_string(Role r);
 std::optional<Role> parse_role(std::string_view s);
 
-// A bearer token, known only by its SHA-256 (hex); the token itself is never stored.
+// Characters of a token's hash that name it in lists and `token revoke` (its id). The hash of a 256-bit
+// random secret gives nothing of the secret away.
+inline constexpr size_t kTokenIdLength = 12;
+
+// A bearer token, known only by its SHA-256 (hex); the token itself is never stored. Times are unix seconds.
 struct TokenRecord {
+  TokenRecord() = default;
+  TokenRecord(std::string hash, std::string user, Role role)
+      : hash(std::move(hash)), user(std::move(user)), role(role) {}
   std::string hash;
   std::string user;
   Role role = Role::kUser;
+  int64_t created = 0;                // 0: made before schema 10, when creation times were not kept
+  std::optional<int64_t> expires;     // refused from this second on; nullopt: never expires
+  std::optional<int64_t> last_used;   // the last request it authenticated (Service keeps it coarse)
+  std::optional<int64_t> revoked;     // when an admin revoked it; refused from then on
+  std::string id() const { return hash.substr(0, kTokenIdLength); }
+};
+
+// A token's revocation or use at `time`, written with a batch (WriteBatch::token_revokes, token_uses).
+struct TokenStamp {
+  std::string hash;
+  int64_t time = 0;
+};
+
+// One mutating API request as the audit log keeps it (issue 32): who (the token's user, "" without a valid
+// token), from where (the peer's address), what (method and path; the query is left out), and the answer's
+// HTTP status.
+struct AuditRecord {
+  int64_t time_ms = 0;
+  std::string actor;
+  std::string source;
+  std::string method;
+  std::string target;
+  int status = 0;
+};
+
+// A read of the audit log: rows of `actor` ("" for all) at or after `since_ms`, the newest `limit`, oldest
+// first.
+struct AuditQuery {
+  std::string actor;
+  int64_t since_ms = 0;
+  int limit = 1000;
 };
 
 // Audit log entry: subject is "job:<id>" or "node:<name>". `time_ms` is the same instant in milliseconds,
@@ -152,9 +190,16 @@ struct WriteBatch {
   std::vector<std::string> released;
   std::vector<RunRecord> runs;
   std::vector<IdempotencyRecord> idempotency;  // written with the inserts they name
+  // The audit rows of the requests that made this change (in its transaction, so no fsync of their own),
+  // tokens created, revoked and used.
+  std::vector<AuditRecord> audit;
+  std::vector<TokenRecord> tokens;
+  std::vector<TokenStamp> token_revokes;
+  std::vector<TokenStamp> token_uses;
   bool empty() const {
     return inserts.empty() && updates.empty() && nodes.empty() && events.empty() && metrics.empty() &&
-           holds.empty() && released.empty() && runs.empty() && idempotency.empty();
+           holds.empty() && released.empty() && runs.empty() && idempotency.empty() && audit.empty() &&
+           tokens.empty() && token_revokes.empty() && token_uses.empty();
   }
 };
 
@@ -180,8 +225,12 @@ class StateStore {
   // without a log ignore it.
   using Executor = std::function<void(std::function<void()>)>;
   virtual void checkpoint_on(Executor /*executor*/, std::function<void(const Error&)> /*failed*/) {}
+  // Outside any batch: `railyard-scheduler token create` on the database (the first admin token).
   virtual Status add_token(const TokenRecord& token) = 0;
   virtual Result<std::optional<TokenRecord>> find_token(const std::string& hash) = 0;
+  // Every token, revoked and expired ones included, oldest first.
+  virtual Result<std::vector<TokenRecord>> tokens() = 0;
+  virtual Result<std::vector<AuditRecord>> audit(const AuditQuery& query) = 0;
   // Newest last; at most `limit`; subject "" for all.
   virtual Result<std::vector<EventRecord>> events(const std::string& subject, int limit) = 0;
   // A job's metric samples in arrival order, at most `limit` (the newest).

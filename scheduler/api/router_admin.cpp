@@ -1,0 +1,108 @@
+// The router's admin routes (issue 32): tokens (create, list, revoke) and the audit log. Only admins reach
+// them (Access::kAdmin in the route table); the Service checks the role again.
+#include <ctime>
+
+#include "scheduler/api/auth.hpp"
+#include "scheduler/api/router.hpp"
+#include "scheduler/api/router_util.hpp"
+
+namespace railyard::api {
+
+using nlohmann::json;
+
+namespace {
+
+json optional_time(const std::optional<int64_t>& t) { return t ? json(*t) : json(nullptr); }
+
+json token_json(const store::TokenRecord& t) {
+  return {{"id", t.id()},
+          {"user", t.user},
+          {"role", store::to_string(t.role)},
+          {"created", t.created ? json(t.created) : json(nullptr)},
+          {"expires", optional_time(t.expires)},
+          {"last_used", optional_time(t.last_used)},
+          {"revoked", optional_time(t.revoked)}};
+}
+
+}  // namespace
+
+// Body {"user": "ada", "role": "user"|"admin" (default user), "expires": "30d"|"never" (default 90d)}.
+// 201 with the token's view and "token": the secret, which is never shown again.
+HttpResponse Router::token_create(Call& call) {
+  json body = json::parse(call.req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    return error_response(400, "invalid_argument",
+                          R"(body must be {"user": "...", "role": ..., "expires": ...})");
+  std::string user, role_text = "user", expires_text;
+  for (auto& [k, v] : body.items()) {
+    if (!v.is_string()) return error_response(400, "invalid_argument", k + ": must be a string");
+    if (k == "user") {
+      user = v.get<std::string>();
+    } else if (k == "role") {
+      role_text = v.get<std::string>();
+    } else if (k == "expires") {
+      expires_text = v.get<std::string>();
+    } else {
+      return error_response(400, "invalid_argument", k + ": unknown field (known: user, role, expires)");
+    }
+  }
+  auto role = store::parse_role(role_text);
+  if (!role) return error_response(400, "invalid_argument", "role " + role_text + ": must be user or admin");
+  std::optional<int64_t> expires = service_.now() + daemon::kDefaultTokenLifetimeS;
+  if (!expires_text.empty()) {
+    auto life = parse_lifetime(expires_text);
+    if (!life) return error_response(life.error());
+    expires = *life ? std::optional<int64_t>(service_.now() + **life) : std::nullopt;
+  }
+  auto made = service_.create_token(user, *role, expires, *call.who, call.audit_as(201));
+  if (!made) return error_response(made.error());
+  json out = token_json(made->second);
+  out["token"] = made->first;
+  return json_response(201, out);
+}
+
+HttpResponse Router::token_list(const Call& call) {
+  auto all = service_.tokens(*call.who);
+  if (!all) return error_response(all.error());
+  json out = json::array();
+  for (const auto& t : *all) out.push_back(token_json(t));
+  return json_response(200, {{"tokens", std::move(out)}});
+}
+
+HttpResponse Router::token_revoke(Call& call) {
+  const std::string& id = call.route.seg[1];
+  if (auto s = service_.revoke_token(id, *call.who, call.audit_as(200)); !s) return error_response(s.error());
+  return json_response(200, {{"id", id}, {"revoked", true}});
+}
+
+// GET /audit?user=&since=&limit=: `since` in unix seconds, limit 1..10,000 (default 1,000), oldest first.
+HttpResponse Router::audit_log(const Route& route) {
+  store::AuditQuery q;
+  if (auto it = route.query.find("user"); it != route.query.end()) q.actor = it->second;
+  if (auto it = route.query.find("since"); it != route.query.end()) {
+    auto n = to_int(it->second);
+    if (!n || *n < 0 || *n > 253'402'300'799)
+      return error_response(400, "invalid_argument", "since=" + it->second + ": must be unix seconds");
+    q.since_ms = *n * 1000;
+  }
+  if (auto it = route.query.find("limit"); it != route.query.end()) {
+    auto n = to_int(it->second);
+    if (!n || *n < 1 || *n > kMaxPageSize)
+      return error_response(400, "invalid_argument",
+                            "limit=" + it->second + ": must be 1.." + std::to_string(kMaxPageSize));
+    q.limit = static_cast<int>(*n);
+  }
+  auto rows = service_.store().audit(q);
+  if (!rows) return error_response(rows.error());
+  json out = json::array();
+  for (const auto& a : *rows)
+    out.push_back({{"time_ms", a.time_ms},
+                   {"actor", a.actor},
+                   {"source", a.source},
+                   {"method", a.method},
+                   {"target", a.target},
+                   {"status", a.status}});
+  return json_response(200, {{"rows", std::move(out)}});
+}
+
+}  // namespace railyard::api

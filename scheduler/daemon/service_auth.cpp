@@ -1,0 +1,122 @@
+// Service's tokens and audit log (issue 32, "A cluster many users share"): bearer tokens with an expiry and a
+// revocation, their last use, and the rows of the audit table. See service.hpp for the contracts.
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+
+#include "scheduler/api/auth.hpp"
+#include "scheduler/daemon/service.hpp"
+
+namespace railyard::daemon {
+namespace {
+
+std::string utc_text(int64_t seconds) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Status need_admin(const Caller& who, const char* what) {
+  if (who.admin()) return ok();
+  return Error{ErrorCode::kPermission,
+               std::string(what) + " needs the admin role (" + who.user + " is a user)"};
+}
+
+}  // namespace
+
+Result<Authenticated> Service::authenticate(const std::string& token) {
+  const std::string hash = api::sha256_hex(token);
+  auto it = token_cache_.find(hash);
+  if (it == token_cache_.end()) {
+    // Not cached: tokens created by `token create` on the database while the daemon runs are found there.
+    auto rec = store_->find_token(hash);
+    if (!rec) return rec.error();
+    if (!*rec) return Authenticated{std::nullopt, "unknown token"};
+    it = token_cache_.emplace(hash, std::move(**rec)).first;
+    if (it->second.last_used) token_use_written_[hash] = *it->second.last_used;
+  }
+  store::TokenRecord& t = it->second;
+  const int64_t now = clock_();
+  if (t.revoked)
+    return Authenticated{std::nullopt, "token " + t.id() + " was revoked at " + utc_text(*t.revoked) +
+                                           "; ask an admin for a new one"};
+  if (t.expires && now >= *t.expires)
+    return Authenticated{std::nullopt, "token " + t.id() + " expired at " + utc_text(*t.expires) +
+                                           "; ask an admin for a new one"};
+  t.last_used = now;
+  int64_t& written = token_use_written_[hash];
+  if (now - written >= kTokenUseResolutionS) {
+    written = now;
+    WriteBatch b;
+    b.durability = store::Durability::kDeferred;
+    b.token_uses.push_back({hash, now});
+    if (auto s = commit(std::move(b)); !s) spdlog::warn("token {} last use: {}", t.id(), s.error().message);
+  }
+  return Authenticated{Caller{t.user, t.role}, ""};
+}
+
+void Service::record_audit(store::AuditRecord row) {
+  WriteBatch b;
+  b.durability = store::Durability::kDeferred;
+  b.audit.push_back(std::move(row));
+  if (auto s = commit(std::move(b)); !s) spdlog::error("audit row not written: {}", s.error().message);
+}
+
+Result<std::pair<std::string, store::TokenRecord>> Service::create_token(const std::string& user,
+                                                                         store::Role role,
+                                                                         std::optional<int64_t> expires,
+                                                                         const Caller& who,
+                                                                         const store::AuditRecord* audit) {
+  if (auto s = need_admin(who, "creating tokens"); !s) return s.error();
+  if (user.empty()) return invalid("user: must not be empty");
+  const int64_t now = clock_();
+  if (expires && *expires <= now) return invalid("expires: must be in the future");
+  auto secret = api::generate_token();
+  if (!secret) return secret.error();
+  store::TokenRecord t{api::sha256_hex(*secret), user, role};
+  t.created = now;
+  t.expires = expires;
+  WriteBatch b;
+  b.tokens.push_back(t);
+  if (audit) b.audit.push_back(*audit);
+  if (auto s = write(b); !s) return s.error();
+  spdlog::info("token {} created for {} ({}) by {}", t.id(), user, store::to_string(role), who.user);
+  return std::pair{std::move(*secret), std::move(t)};
+}
+
+Result<std::vector<store::TokenRecord>> Service::tokens(const Caller& who) {
+  if (auto s = need_admin(who, "listing tokens"); !s) return s.error();
+  auto all = store().tokens();
+  if (!all) return all.error();
+  for (auto& t : *all)
+    if (auto it = token_cache_.find(t.hash); it != token_cache_.end() && it->second.last_used)
+      t.last_used = std::max(t.last_used.value_or(0), *it->second.last_used);
+  return all;
+}
+
+Status Service::revoke_token(const std::string& id, const Caller& who, const store::AuditRecord* audit) {
+  if (auto s = need_admin(who, "revoking tokens"); !s) return s;
+  if (id.size() != store::kTokenIdLength)
+    return invalid("token id " + id + ": must be the " + std::to_string(store::kTokenIdLength) +
+                   " characters `railyard token list` shows");
+  auto all = store().tokens();
+  if (!all) return all.error();
+  const store::TokenRecord* found = nullptr;
+  for (const auto& t : *all)
+    if (t.id() == id) found = &t;
+  if (!found) return not_found("token " + id + " not found");
+  WriteBatch b;
+  const int64_t now = clock_();
+  if (!found->revoked) b.token_revokes.push_back({found->hash, now});
+  if (audit) b.audit.push_back(*audit);
+  if (auto s = write(b); !s) return s;
+  if (auto it = token_cache_.find(found->hash); it != token_cache_.end() && !it->second.revoked)
+    it->second.revoked = now;
+  spdlog::info("token {} of {} revoked by {}", id, found->user, who.user);
+  return ok();
+}
+
+}  // namespace railyard::daemon
