@@ -1,6 +1,7 @@
 #include "scheduler/node_key_cmd.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
