@@ -219,7 +219,9 @@ void run_up(const UpOptions& o) {
   const std::string cluster_file = dir + "/cluster.json";
   if (auto s = topology::save_cluster_file(*cluster, cluster_file, topology::FileFormat::kJson); !s) fail(s.error());
   const std::string secret_file = dir + "/secret";
-  if (o.shared_secret) write_private_file(secret_file, random_secret() + "\n");
+  // Written in every mode (state dirs of earlier versions had one; tools look for it), but given to the
+  // scheduler only with --shared-secret: by default it accepts each node's own key and nothing else.
+  write_private_file(secret_file, random_secret() + "\n");
 
   const std::string db = dir + "/railyard.db";
   std::vector<std::string> names;

@@ -22,6 +22,11 @@ using nlohmann::json;
 using tcp = net::ip::tcp;
 
 inline constexpr const char* kAgentTestSecret = "integration-test-secret-0123456789";
+// Two DGX H100 nodes n1, n2 under two leaves joined by a spine (a 16-GPU job needs both).
+inline constexpr const char* kTwoNodeCluster =
+    R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}], "switches": [{"name": "leaf1",
+  "level": "leaf", "nodes": "n1"}, {"name": "leaf2", "level": "leaf", "nodes": "n2"}, {"name": "spine",
+  "level": "spine", "children": ["leaf1", "leaf2"]}]})";
 
 // A WebSocket client with a deadline on every read (a timed-out read leaves the client unusable).
 class WsClient {

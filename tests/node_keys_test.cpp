@@ -15,14 +15,11 @@ namespace railyard::testing {
 namespace {
 
 const std::string kBin = RAILYARD_SCHEDULER_BIN;
-constexpr const char* kTwoNodes = R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}],
-  "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n1"}, {"name": "leaf2", "level": "leaf", "nodes": "n2"},
-               {"name": "spine", "level": "spine", "children": ["leaf1", "leaf2"]}]})";
 
 class NodeKeysTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::ofstream(dir_.file("two.json")) << kTwoNodes;
+    std::ofstream(dir_.file("two.json")) << kTwoNodeCluster;
     std::filesystem::create_directories(dir_.file("keys"));
     token_ = create_token(kBin, db(), "alice", "admin");
     keys_ = node_key("issue", "");
