@@ -275,9 +275,10 @@ void AgentHub::on_launched(const protocol::Launched& m) {
   const auto* r = live_job(alloc);
   auto t = tracks_.find(alloc);
   if (!r || t == tracks_.end() || t->second.ended || !contains(t->second.nodes, node)) {
-    const std::string why = r && t != tracks_.end() && !t->second.ended
-                                ? "fenced: allocation " + alloc + " does not include " + node
-                                : "fenced: allocation " + alloc + " is not live";
+    const bool outside = r && t != tracks_.end() && !t->second.ended;
+    const std::string why = outside ? "fenced: allocation " + alloc + " does not include " + node
+                                    : "fenced: allocation " + alloc + " is not live";
+    if (outside) spdlog::warn("agent:{}: launched for allocation {}, which does not include it: fenced", node, alloc);
     send_to_node(node, protocol::encode(protocol::Kill{alloc, node, why}));
     return;
   }
@@ -304,6 +305,8 @@ void AgentHub::on_launch_failed(const protocol::LaunchFailed& m) {
   const std::string &alloc = m.alloc, &node = m.node;
   const auto* r = live_job(alloc);
   auto t = tracks_.find(alloc);
+  if (r && t != tracks_.end() && !contains(t->second.nodes, node))
+    spdlog::warn("agent:{}: launch_failed for allocation {}, which does not include it: ignored", node, alloc);
   if (!r || t == tracks_.end() || !contains(t->second.nodes, node)) return;
   t->second.finished.insert(node);
   WriteBatch b;
@@ -317,7 +320,10 @@ void AgentHub::on_alloc_finished(Peer* from, const protocol::AllocFinished& m) {
   const std::string &alloc = m.alloc, &node = m.node, &state = m.state;
   const std::optional<int64_t> seq = m.seq;
   auto t = tracks_.find(alloc);
-  if (t != tracks_.end() && !contains(t->second.nodes, node)) t = tracks_.end();  // not its node: no effect
+  if (t != tracks_.end() && !contains(t->second.nodes, node)) {  // not its node: no effect (acked as stale)
+    spdlog::warn("agent:{}: alloc_finished for allocation {}, which does not include it: ignored", node, alloc);
+    t = tracks_.end();
+  }
   if (t != tracks_.end()) t->second.finished.insert(node);
   const auto* r = live_job(alloc);
   Status s = ok();
