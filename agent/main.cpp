@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -33,6 +34,7 @@ using namespace std::chrono;
 struct Flags {
   std::string scheduler = "http://127.0.0.1:8600";
   std::string secret_file;
+  std::vector<std::string> key_files;
   std::vector<std::string> node;
   std::string nodes;
   std::string emulate;
@@ -131,6 +133,8 @@ class Connection {
     });
   }
   void start() { ws_.connect(url_); }
+  // Closes the connection; the usual reconnect follows (and reads the key file again at its hello).
+  void reconnect() { ws_.close(); }
   void stop() {
     stopping_ = true;
     timer_.cancel();
@@ -167,7 +171,10 @@ int run(const Flags& f) {
   if (!scheduler_urls(f.scheduler, ws_url, o.scheduler_url))
     throw std::runtime_error("bad --scheduler URL '" + f.scheduler + "' (http(s)://HOST:PORT[,...])");
   if (!f.ca_file.empty()) o.ca_file = std::filesystem::absolute(f.ca_file).string();  // workers cd elsewhere
-  o.secret = read_secret(f.secret_file);
+  if (f.secret_file.empty() == f.key_files.empty())
+    throw std::runtime_error("give --key-file (this agent's node keys) or --secret-file (the cluster secret)");
+  if (!f.secret_file.empty()) o.secret = read_secret(f.secret_file);
+  for (const auto& k : f.key_files) o.key_files.push_back(std::filesystem::absolute(k).string());
   o.nodes = f.node;
   if (!f.nodes.empty()) {
     auto names = expand_hostlist(f.nodes, 4096);
@@ -193,10 +200,12 @@ int run(const Flags& f) {
   boost::asio::io_context io;
   Connection conn(io, **session, ws_url, duration<double>(f.reconnect_max_s), f.ca_file);
   boost::asio::steady_timer ticker(io);
+  boost::asio::signal_set hangup(io, SIGHUP);
   boost::asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](boost::system::error_code, int sig) {
     conn.stop();
     ticker.cancel();
+    hangup.cancel();
     io.stop();
     if (!f.kill_workers_on_exit) {
       spdlog::info("signal {}: disconnected; {} allocation(s) keep running", sig, (*session)->allocations());
@@ -210,6 +219,17 @@ int run(const Flags& f) {
       std::this_thread::sleep_for(milliseconds(20));
     }
   });
+  // SIGHUP: register again at once, with the key file read anew (after `railyard node rotate-key`). Running
+  // allocations are not touched: the new registration reports them.
+  std::function<void()> on_hangup = [&] {
+    hangup.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      spdlog::info("SIGHUP: reconnecting to read the key file again");
+      conn.reconnect();
+      on_hangup();
+    });
+  };
+  on_hangup();
   conn.start();
   tick_every(ticker, **session);
   io.run();
@@ -227,7 +247,10 @@ int main(int argc, char** argv) {
                  "PEM CA bundle to verify an https:// scheduler (default: the system's trust store); "
                  "given to workers as RAILYARD_CA_FILE")
       ->check(CLI::ExistingFile);
-  app.add_option("--secret-file", f.secret_file, "file holding the cluster secret")->required();
+  app.add_option("--key-file", f.key_files,
+                 "file of this agent's node keys, \"NAME KEY\" lines (repeatable; per-node credentials, read "
+                 "again on every reconnect and on SIGHUP)");
+  app.add_option("--secret-file", f.secret_file, "file holding the cluster secret (instead of --key-file)");
   app.add_option("--node", f.node, "node name this agent hosts (repeatable; default: the host name)");
   app.add_option("--nodes", f.nodes, "host list of nodes this agent hosts, e.g. 'dgx[001-128]'");
   app.add_option("--emulate", f.emulate,

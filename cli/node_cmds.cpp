@@ -1,4 +1,4 @@
-// `railyard nodes`, `drain`, `resume`, `node remove`, `token create|list|revoke`, `cluster status`.
+// `railyard nodes`, `drain`, `resume`, `node remove|add|rotate-key`, `token create|list|revoke`, `cluster status`.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,19 +141,27 @@ struct TokenOptions {
   std::vector<std::string> ids;
 };
 
-// On the database itself, through `railyard-scheduler token create`: the first admin token of a cluster.
-void token_create_on_db(const TokenOptions& o, const std::string& db, const std::string& role) {
+// The scheduler's database: --db, else the local cluster's (`railyard up`) under --state-dir.
+std::string scheduler_db(const std::string& db, const std::string& state_dir) {
+  if (!db.empty()) return db;
+  const std::string dir = state_dir.empty() ? default_state_dir() : state_dir;
+  const std::string local = dir + "/railyard.db";
+  if (!std::filesystem::exists(local))
+    fail_usage("give --db with the scheduler's database (railyard-scheduler --db); no local cluster at " + dir);
+  return local;
+}
+
+// Runs `railyard-scheduler ARGS...` on the scheduler's host (its output goes to ours); exits with its
+// exit status.
+void run_scheduler_tool(const std::vector<std::string>& args, const std::string& hint) {
   const std::string bin = find_program("railyard-scheduler");
-  if (bin.empty())
-    fail(not_found(
-        "railyard-scheduler not found; on the scheduler's host run: railyard-scheduler token create "
-        "--db DB --user " +
-        o.user + " --role " + role));
-  const std::string expires = o.expires.empty() ? "90d" : o.expires;
+  if (bin.empty()) fail(not_found("railyard-scheduler not found; on the scheduler's host run: railyard-scheduler " + hint));
+  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::execl(bin.c_str(), bin.c_str(), "token", "create", "--db", db.c_str(), "--user", o.user.c_str(),
-            "--role", role.c_str(), "--expires", expires.c_str(), static_cast<char*>(nullptr));
+    ::execv(bin.c_str(), argv.data());
     std::_Exit(127);
   }
   int status = 0;
@@ -178,15 +186,10 @@ void run_token_create(const TokenOptions& o) {
     std::cout << t.value("token", "") << std::endl;
     return;
   }
-  std::string db = o.db;
-  if (db.empty()) {
-    const std::string dir = o.state_dir.empty() ? default_state_dir() : o.state_dir;
-    db = dir + "/railyard.db";
-    if (!std::filesystem::exists(db))
-      fail_usage("no admin token configured (--token, RAILYARD_TOKEN) and no local cluster at " + dir +
-                 ": give --db with the scheduler's database (railyard-scheduler --db) on its host");
-  }
-  token_create_on_db(o, db, role);
+  const std::string db = scheduler_db(o.db, o.state_dir);
+  const std::string expires = o.expires.empty() ? "90d" : o.expires;
+  run_scheduler_tool({"token", "create", "--db", db, "--user", o.user, "--role", role, "--expires", expires},
+                     "token create --db DB --user " + o.user + " --role " + role);
 }
 
 std::string token_state(const Json& t) {
@@ -226,6 +229,59 @@ void run_token_revoke(const TokenOptions& o) {
     std::cout << id << " revoked\n";
   }
   if (worst != kExitOk) throw CLI::RuntimeError(worst);
+}
+
+// --- node add, node rotate-key ------------------------------------------------------------------------
+
+struct NodeKeyOptions {
+  std::vector<std::string> nodes;
+  std::string db, state_dir, key_file, key_dir;
+  long long grace_s = 600;
+  bool force = false;
+};
+
+void run_node_key(const NodeKeyOptions& o, bool rotate) {
+  std::vector<std::string> args{"node-key", rotate ? "rotate" : "issue", "--db", scheduler_db(o.db, o.state_dir)};
+  for (const auto& n : expand_or_fail(o.nodes)) args.insert(args.end(), {"--node", n});
+  if (!o.key_file.empty()) args.insert(args.end(), {"--key-file", o.key_file});
+  if (!o.key_dir.empty()) args.insert(args.end(), {"--key-dir", o.key_dir});
+  if (rotate) args.insert(args.end(), {"--grace", std::to_string(o.grace_s)});
+  if (!rotate && o.force) args.push_back("--force");
+  run_scheduler_tool(args, "node-key " + std::string(rotate ? "rotate" : "issue") + " --db DB --node NAME");
+}
+
+void add_node_key_commands(CLI::App& node) {
+  for (const bool rotate : {false, true}) {
+    auto o = std::make_shared<NodeKeyOptions>();
+    auto* cmd = node.add_subcommand(rotate ? "rotate-key" : "add",
+                                    rotate ? "Issue a node a new agent key; the old one works until --grace ends"
+                                           : "Issue a node its agent key (per-node credentials)");
+    cmd->add_option("nodes", o->nodes, "Node names or host lists (dgx[001-016,020])")->required();
+    cmd->add_option("--key-file", o->key_file, "Write the \"NAME KEY\" lines to this file (0600) instead of stdout");
+    cmd->add_option("--key-dir", o->key_dir, "Write one key file per node, DIR/NAME.key (0600)")->excludes("--key-file");
+    cmd->add_option("--db", o->db, "The scheduler's database (default: the local cluster's, see `railyard up`)");
+    cmd->add_option("--state-dir", o->state_dir, "Local cluster state folder (default: " + default_state_dir() + ")");
+    if (rotate)
+      cmd->add_option("--grace", o->grace_s, "Seconds the old key keeps working (0: none)")
+          ->check(CLI::Range(0LL, 30LL * 86400))
+          ->capture_default_str();
+    else
+      cmd->add_flag("--force", o->force, "Replace a key the node already has, at once");
+    cmd->footer(std::string(rotate ? R"(The agent reads its key file again when it reconnects, or at once on SIGHUP; running jobs are
+not touched. The old key stops working when the grace ends or when the agent registers with the new one.
+
+Examples:
+  railyard node rotate-key dgx017 --key-file /etc/railyard/node.key --grace 300)"
+                                   : R"(The key is shown once (or written with --key-file / --key-dir); the agent takes it with
+railyard-agent --key-file. The scheduler keeps it in its database (mode 0600) and accepts it at once.
+
+Examples:
+  railyard node add dgx017 --key-file dgx017.key
+  railyard node add 'dgx[001-032]' --key-dir keys/ --db /var/lib/railyard/state.db)") +
+                "\n\nRuns `railyard-scheduler node-key` on the scheduler's host.\n\nExit codes: 0 ok, 1 failure, 2 bad "
+                "arguments, a node that already has a key (add) or has none (rotate-key), 3 railyard-scheduler not found.");
+    cmd->callback([o, rotate] { run_node_key(*o, rotate); });
+  }
 }
 
 void add_token_command(CLI::App& app) {
@@ -365,6 +421,7 @@ void add_node_commands(CLI::App& app) {
   auto* node = app.add_subcommand("node", "Node administration");
   node->require_subcommand(1);
   add_node_action(*node, "remove", "remove", "Remove nodes from the cluster", "railyard node remove dgx017");
+  add_node_key_commands(*node);
   add_token_command(app);
 }
 

@@ -44,6 +44,7 @@ struct UpOptions {
   double timeout_s = 60;
   bool no_agents = false;
   bool no_config = false;
+  bool shared_secret = false;  // agents use one cluster secret instead of per-node keys
   std::vector<std::string> scheduler_args;  // appended to railyard-scheduler's command line
   int ha = 0;  // high availability: this many etcd members and schedulers (0: one scheduler, no etcd)
 };
@@ -159,6 +160,23 @@ std::string create_token(const std::string& bin, const std::string& db, const st
   return nl == std::string::npos ? out : out.substr(nl + 1);
 }
 
+// `railyard-scheduler node-key issue --force` for every node, one key file each under `key_dir`.
+void issue_node_keys(const std::string& bin, const std::string& db, const std::string& key_dir,
+                     const std::vector<std::string>& names) {
+  std::error_code ec;
+  fs::create_directories(key_dir, ec);
+  fs::permissions(key_dir, fs::perms::owner_all, ec);
+  std::string cmd = "'" + bin + "' node-key issue --force --db '" + db + "' --key-dir '" + key_dir + "'";
+  cmd += " --node '" + compress_hostlist(names) + "'";
+  cmd += " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) fail(internal_error("cannot run " + bin));
+  std::string out;
+  char buf[512];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  if (::pclose(p) != 0) fail(internal_error("node-key issue failed: " + out));
+}
+
 std::string local_user() {
   if (const passwd* pw = ::getpwuid(::getuid())) return pw->pw_name;
   return "admin";
@@ -202,9 +220,17 @@ void run_up(const UpOptions& o) {
   const std::string cluster_file = dir + "/cluster.json";
   if (auto s = topology::save_cluster_file(*cluster, cluster_file, topology::FileFormat::kJson); !s) fail(s.error());
   const std::string secret_file = dir + "/secret";
+  // Written in every mode (state dirs of earlier versions had one; tools look for it), but given to the
+  // scheduler only with --shared-secret: by default it accepts each node's own key and nothing else.
   write_private_file(secret_file, random_secret() + "\n");
 
   const std::string db = dir + "/railyard.db";
+  std::vector<std::string> names;
+  for (const auto& n : cluster->nodes()) names.push_back(n.name);
+  // Per-node keys, before any scheduler starts: every node a fresh key (replacing any of an earlier run),
+  // each in its own file under DIR/keys, which its agent alone is given.
+  const std::string key_dir = dir + "/keys";
+  if (!o.no_agents && !o.shared_secret) issue_node_keys(scheduler, db, key_dir, names);
   // With --ha N: N schedulers on ports PORT .. PORT+N-1 (free ones with --port 0) share the database (the
   // shared-storage model: only the leader opens it) and elect their leader through N etcd members.
   const std::string etcd_urls = o.ha > 0 ? start_etcd_members(dir, pids, o.ha) : "";
@@ -216,7 +242,8 @@ void run_up(const UpOptions& o) {
     const std::string log = o.ha == 0 ? dir + "/scheduler.log" : dir + "/scheduler-s" + std::to_string(i) + ".log";
     std::vector<std::string> sargv{scheduler, "--listen", "127.0.0.1:" + std::to_string(port), "--db", db,
                                    "--cluster", cluster_file};
-    if (!o.no_agents) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
+    if (!o.no_agents && o.shared_secret) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
+    if (!o.no_agents && !o.shared_secret) sargv.push_back("--node-keys");
     if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
     if (o.ha > 0) {
       sargv.insert(sargv.end(), {"--ha-etcd", etcd_urls, "--ha-name", "s" + std::to_string(i)});
@@ -252,15 +279,16 @@ void run_up(const UpOptions& o) {
   }
   const std::string token = create_token(scheduler, db, local_user());
 
-  std::vector<std::string> names;
-  for (const auto& n : cluster->nodes()) names.push_back(n.name);
   int agents = 0;
   if (!o.no_agents) {
     const size_t group = o.emulate_nodes > 0 ? static_cast<size_t>(o.emulate_nodes) : 1;
     for (size_t i = 0; i < names.size(); i += group) {
       const std::vector<std::string> part(names.begin() + i, names.begin() + std::min(names.size(), i + group));
       const std::string first = part.front();
-      std::vector<std::string> argv{agent, "--scheduler", url, "--secret-file", secret_file};
+      std::vector<std::string> argv{agent, "--scheduler", url};
+      if (o.shared_secret) argv.insert(argv.end(), {"--secret-file", secret_file});
+      else
+        for (const auto& n : part) argv.insert(argv.end(), {"--key-file", key_dir + "/" + n + ".key"});
       if (o.emulate_nodes > 0) argv.insert(argv.end(), {"--nodes", compress_hostlist(part)});
       else argv.insert(argv.end(), {"--node", first});
       argv.insert(argv.end(), {"--emulate", o.profile, "--state-dir", dir + "/agents/" + first, "--allow-root-jobs",
@@ -299,6 +327,8 @@ void add_up_command(CLI::App& app) {
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the scheduler and for every node to be up")
       ->capture_default_str();
   cmd->add_flag("--no-agents", o->no_agents, "Start the scheduler only");
+  cmd->add_flag("--shared-secret", o->shared_secret,
+                "Agents share one cluster secret (DIR/secret) instead of each node's own key (DIR/keys/NAME.key)");
   cmd->add_flag("--no-config", o->no_config, "Do not write the URL and token to the CLI config file");
   cmd->add_option("--ha", o->ha,
                   "High availability: N etcd members and N schedulers (ports --port ..) sharing the database; "

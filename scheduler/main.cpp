@@ -1,12 +1,13 @@
 // railyard-scheduler: the central controller (issue 5, first slice).
 //
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
-//                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--heartbeat-timeout S]
+//                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys] [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
 //                      [--tls-cert PEM --tls-key PEM]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
-//   railyard-scheduler routes        (the route table as JSON: method, path, role; issue 32)
+//   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
+//   railyard-scheduler routes        (the route table as JSON: method, path, role)
 //
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
 // scheduling loop; the Router (api/router) maps requests onto the Service; WebSocket upgrades go to the
@@ -32,6 +33,7 @@
 #include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
 #include "scheduler/daemon/service.hpp"
+#include "scheduler/node_key_cmd.hpp"
 #include "scheduler/ha/elector.hpp"
 #include "scheduler/ha/etcd.hpp"
 #include "scheduler/ha/standby.hpp"
@@ -226,9 +228,10 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   if (auto s = service.open(); !s) return fail(s.error().message);
   auto secret = read_secret(config.agent_secret_file);
   if (!secret) return fail(secret.error().message, 2);
-  if (secret->empty()) spdlog::warn("no --agent-secret-file: agents will be refused");
+  if (secret->empty() && !config.node_keys) spdlog::warn("no --agent-secret-file and no --node-keys: agents will be refused");
   daemon::AgentHubOptions hub_options;
   hub_options.secret = *secret;
+  hub_options.node_keys = config.node_keys;
   hub_options.heartbeat_timeout_s = config.heartbeat_timeout_s;
   // Heartbeats often enough that two may be lost before the timeout: min(5 s, timeout / 3), at least 1 s.
   hub_options.heartbeat_interval_s = static_cast<int>(std::clamp<int64_t>(config.heartbeat_timeout_s / 3, 1, 5));
@@ -300,7 +303,10 @@ int main(int argc, char** argv) {
                  "directory of the dashboard's files, served at / ('none': off; default: "
                  "<exe>/../share/railyard/web, else ./web/dist)");
   app.add_option("--agent-secret-file", config.agent_secret_file,
-                 "file holding the cluster secret agents authenticate with (required to accept agents)");
+                 "file holding the cluster secret agents may authenticate with (opt-in, small clusters: it speaks "
+                 "for every node)");
+  app.add_flag("--node-keys", config.node_keys,
+               "accept agents by their own node keys (railyard-scheduler node-key issue; scheduler/PROTOCOL.md)");
   app.add_option("--heartbeat-timeout", config.heartbeat_timeout_s,
                  "seconds without a frame before a node is DOWN")
       ->check(CLI::Range(1, 86400));
@@ -351,9 +357,11 @@ int main(int argc, char** argv) {
   create->add_option("--expires", token_expires,
                      "lifetime: N followed by s, m, h, d or w, or never (default 90d)");
   auto* routes = app.add_subcommand("routes", "print the HTTP route table as JSON (method, path, role)");
+  const NodeKeyCommand node_key = add_node_key_command(app);
   CLI11_PARSE(app, argc, argv);
 
   if (*create) return token_create(token_db, token_user, token_role, token_expires);
+  if (node_key.selected()) return node_key.run();
   if (*routes) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : api::Router::routes())
@@ -367,6 +375,7 @@ int main(int argc, char** argv) {
       if (app.count(std::string("--") + key) > 0) given.insert(key);
     const std::pair<const char*, const char*> dashed[] = {{"web_root", "--web-root"},
                                                           {"agent_secret_file", "--agent-secret-file"},
+                                                          {"node_keys", "--node-keys"},
                                                           {"heartbeat_timeout", "--heartbeat-timeout"},
                                                           {"reconcile_grace", "--reconcile-grace"},
                                                           {"launch_timeout", "--launch-timeout"},

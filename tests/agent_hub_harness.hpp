@@ -41,7 +41,8 @@ class FakePeer : public Peer {
 // A daemon without sockets: real store, hub and service; posted work runs when run() is called.
 class Harness {
  public:
-  explicit Harness(const testing::TempDir& dir, std::string secret = kSecret) {
+  // `node_keys`: also accept agents by their per-node keys (AgentHubOptions::node_keys).
+  explicit Harness(const testing::TempDir& dir, std::string secret = kSecret, bool node_keys = false) {
     auto c = topology::read_cluster_json(kTwoNodes);
     if (!c) throw std::runtime_error(c.error().message);
     cluster_ = std::make_unique<topology::Cluster>(std::move(*c));
@@ -54,6 +55,7 @@ class Harness {
     if (!service->open()) throw std::runtime_error("open failed");
     AgentHubOptions o;
     o.secret = std::move(secret);
+    o.node_keys = node_keys;
     o.heartbeat_timeout_s = 30;
     o.reconcile_grace_s = 30;
     hub = std::make_unique<AgentHub>(*service, o);

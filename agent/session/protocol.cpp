@@ -1,8 +1,5 @@
 #include "agent/session/protocol.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -15,83 +12,40 @@ namespace railyard::agent {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string hmac_sha256_hex(const std::string& key, const std::string& data) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[mac[i] >> 4];
-    out += kHex[mac[i] & 15];
-  }
-  return out;
-}
-
-std::string register_mac(const std::string& secret, const std::string& challenge, const std::string& agent,
-                         const std::vector<std::string>& nodes) {
-  std::string joined;
-  for (size_t i = 0; i < nodes.size(); ++i) joined += (i ? "," : "") + nodes[i];
-  return hmac_sha256_hex(secret, challenge + "\n" + agent + "\n" + joined);
-}
-
-std::string exec_token(const std::string& secret, const std::string& alloc) {
-  return hmac_sha256_hex(secret, "exec\n" + alloc);
-}
-
-json message(const char* type) { return json{{"type", type}, {"v", kProtocolVersion}}; }
-
-long long job_of_alloc(const std::string& alloc) {
-  try {
-    size_t used = 0;
-    const long long job = std::stoll(alloc, &used);
-    return used > 0 && (used == alloc.size() || alloc[used] == '.') ? job : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-namespace {
-
-// An integer in [lo, hi]; anything else throws like a wrong JSON type. (get<int>() of a float out of
-// range is undefined behaviour, and an int64 would be silently narrowed.)
-long long integer(const json& v, const char* what, long long lo, long long hi) {
-  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<unsigned long long>() > 1ULL << 62) ||
-      v.get<long long>() < lo || v.get<long long>() > hi)
-    throw json::type_error::create(302, std::string(what) + ": must be an integer in range", &v);
-  return v.get<long long>();
-}
-
-}  // namespace
-
 Result<LaunchRequest> parse_launch(const json& o) {
-  constexpr long long kIntMax = std::numeric_limits<int>::max();
-  LaunchRequest r;
   try {
-    r.alloc_id = o.at("alloc").get<std::string>();
-    r.job_id = integer(o.at("job"), "job", 0, std::numeric_limits<long long>::max());
-    r.node_rank = static_cast<int>(integer(o.at("node_rank"), "node_rank", 0, kIntMax));
-    for (const auto& n : o.at("nodes")) {
-      NodeSlots slots{n.at("name").get<std::string>(), {}};
-      for (const auto& g : n.at("gpus"))
-        slots.gpus.push_back(static_cast<int>(integer(g, "gpus", 0, kIntMax)));
-      r.nodes.push_back(std::move(slots));
-    }
-    auto spec = jobs::parse_job_spec(o.at("spec"));
-    if (!spec) return invalid("launch.spec: " + spec.error().message);
-    r.spec = std::move(*spec);
-    if (o.contains("master_addr")) r.master_addr = o["master_addr"].get<std::string>();
-    if (o.contains("master_port"))
-      r.master_port = static_cast<int>(integer(o["master_port"], "master_port", 0, 65535));
-    if (o.contains("time_limit_s"))
-      r.time_limit = std::chrono::seconds(integer(o["time_limit_s"], "time_limit_s", 0, int64_t{1} << 40));
+    return to_launch_request(o.get<protocol::Launch>());
   } catch (const json::exception& e) {
     return invalid(std::string("launch: ") + e.what());
   }
+}
+
+Result<LaunchRequest> to_launch_request(const protocol::Launch& o) {
+  LaunchRequest r;
+  r.alloc_id = o.alloc;
+  r.job_id = o.job;
+  r.node_rank = o.node_rank;
+  if (o.job < 0) return invalid("launch: job must not be negative");
+  for (const auto& n : o.nodes) {
+    for (int g : n.gpus)
+      if (g < 0) return invalid("launch: gpus must not be negative");
+    r.nodes.push_back(NodeSlots{n.name, n.gpus});
+  }
+  auto spec = jobs::parse_job_spec(o.spec);
+  if (!spec) return invalid("launch.spec: " + spec.error().message);
+  r.spec = std::move(*spec);
+  if (o.master_addr) r.master_addr = *o.master_addr;
+  if (o.master_port) {
+    if (*o.master_port < 0 || *o.master_port > 65535) return invalid("launch: master_port out of range");
+    r.master_port = *o.master_port;
+  }
+  if (o.time_limit_s) {
+    if (*o.time_limit_s < 0 || *o.time_limit_s > int64_t{1} << 40) return invalid("launch: time_limit_s out of range");
+    r.time_limit = std::chrono::seconds(*o.time_limit_s);
+  }
   if (r.node_rank < 0 || r.node_rank >= static_cast<int>(r.nodes.size()))
     return invalid("launch: node_rank outside nodes");
-  if (o.value("node", "") != r.local().name) return invalid("launch: node is not nodes[node_rank]");
+  if (o.node != r.local().name) return invalid("launch: node is not nodes[node_rank]");
   return r;
 }
 

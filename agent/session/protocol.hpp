@@ -1,5 +1,6 @@
-// Pure pieces of the agent side of scheduler/PROTOCOL.md: MACs and tokens, the launch order -> LaunchRequest,
-// MLLOG events -> JSON, and the durable store of alloc_finished reports awaiting the scheduler's ack.
+// Pure pieces of the agent side of scheduler/PROTOCOL.md: the launch order -> LaunchRequest, MLLOG events ->
+// JSON, and the durable store of alloc_finished reports awaiting the scheduler's ack. The messages and MACs
+// themselves are common/protocol's, shared with the scheduler.
 #pragma once
 
 #include <cstdint>
@@ -12,32 +13,24 @@
 #include "agent/launch/request.hpp"
 #include "agent/state/journal.hpp"
 #include "agent/streams/metrics.hpp"
+#include "common/protocol/mac.hpp"
+#include "common/protocol/messages.hpp"
 #include "common/result.hpp"
 
 namespace railyard::agent {
 
-inline constexpr int kProtocolVersion = 1;
-inline constexpr size_t kMaxFrameBytes = 1 << 20;
-
-// Lower-case hex HMAC-SHA256(key, data) (OpenSSL).
-std::string hmac_sha256_hex(const std::string& key, const std::string& data);
-// register.mac: HMAC(secret, challenge + '\n' + agent + '\n' + node names joined by ',').
-std::string register_mac(const std::string& secret, const std::string& challenge, const std::string& agent,
-                         const std::vector<std::string>& nodes);
-// RAILYARD_EXEC_TOKEN: HMAC(secret, "exec\n" + alloc).
-std::string exec_token(const std::string& secret, const std::string& alloc);
-
-// A message skeleton: {"type": type, "v": 1}.
-nlohmann::json message(const char* type);
+using protocol::exec_token;
+using protocol::hmac_sha256_hex;
+using protocol::job_of_alloc;
+using protocol::kMaxFrameBytes;
+using protocol::register_mac;
 
 // The fields of a `launch` order -> the request the Launcher takes. Errors name the field.
 Result<LaunchRequest> parse_launch(const nlohmann::json& order);
+Result<LaunchRequest> to_launch_request(const protocol::Launch& order);
 
 // One MLLOG event as metrics.events carries it ({"key":"run_start","t":<unix s>}, ...).
 nlohmann::json to_json(const MetricEvent& event);
-
-// Job id of an allocation id "<job>.<attempt>"; 0 when it does not parse.
-long long job_of_alloc(const std::string& alloc);
 
 // alloc_finished reports kept until acknowledged, in the journal <state>/finished.journal (journal.hpp;
 // older agents kept one file per report, <state>/finished/<seq>.json: those are read in and deleted).

@@ -13,6 +13,7 @@
 #include "agent/state/alloc_state.hpp"
 #include "agent/streams/tailer.hpp"
 #include "agent/streams/telemetry.hpp"
+#include "common/protocol/key_file.hpp"
 
 namespace railyard::agent {
 
@@ -87,6 +88,11 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     s->nodes_.push_back(std::move(n));
   }
   if (std::ifstream in(o.state_dir / "epoch"); in) in >> s->epoch_;
+  if (!o.key_files.empty()) {
+    auto keys = protocol::read_key_files(o.key_files, o.nodes);
+    if (!keys) return keys.error();
+    s->keys_ = std::move(*keys);
+  }
   return s;
 }
 
@@ -151,10 +157,19 @@ void Session::disconnected() {
 }
 
 void Session::answer_error(const std::string& code, const std::string& message_text) {
-  json e = message("error");
-  e["code"] = code;
-  e["message"] = message_text;
-  send(e);
+  send(protocol::encode(protocol::Error{code, message_text}));
+}
+
+const std::string& Session::key_of(const std::string& node) const {
+  auto it = keys_.find(node);
+  return it != keys_.end() ? it->second : options_.secret;
+}
+
+void Session::reload_keys() {
+  if (options_.key_files.empty()) return;
+  auto keys = protocol::read_key_files(options_.key_files, options_.nodes);
+  if (!keys) return log(keys.error().message + "; keeping the keys read before");
+  keys_ = std::move(*keys);
 }
 
 void Session::receive(std::string_view text) {
@@ -167,69 +182,73 @@ void Session::receive(std::string_view text) {
     if (type == "hello") return on_hello(msg);
     if (type == "registered") return on_registered(msg);
     if (type == "error") {
-      return log("scheduler error " + msg.value("code", std::string("?")) + ": " +
-                 msg.value("message", std::string()));
+      const auto e = msg.get<protocol::Error>();
+      return log("scheduler error " + e.code + ": " + e.message);
     }
     if (!registered_) return answer_error("not_registered", "'" + type + "' before registration");
     if (type == "launch") return on_launch(msg);
-    if (type == "kill") return on_kill(msg.at("alloc"), msg.at("node"), msg.value("reason", std::string()));
+    if (type == "kill") {
+      const auto k = msg.get<protocol::Kill>();
+      return on_kill(k.alloc, k.node, k.reason);
+    }
     if (type == "exec") return on_exec(msg);
     if (type == "logs") return on_logs(msg);
-    if (type == "ack") return finished_.ack(msg.at("seq").get<std::int64_t>());
+    if (type == "ack") return finished_.ack(msg.get<protocol::Ack>().seq);
     answer_error("unknown_type", "unknown message type '" + type + "'");
   } catch (const json::exception& e) {
     answer_error("bad_message", type + ": " + e.what());
   }
 }
 
-json Session::node_entry(const Node& n) const {
+protocol::RegisterNode Session::node_entry(const Node& n) const {
   const Inventory& inv = n.inventory;
   json hcas = json::array();
   for (const auto& h : inv.hcas) hcas.push_back(h.name);
-  json inventory{{"profile", inv.profile}, {"gpu_type", inv.gpu_type},
-                 {"gpus", inv.gpu_count},  {"gpu_memory_mib", inv.gpu_memory_bytes >> 20},
-                 {"hcas", hcas},           {"source", inv.source}};
-  json running = json::array();
+  protocol::RegisterNode entry;
+  entry.name = n.name;
+  entry.inventory = {{"profile", inv.profile}, {"gpu_type", inv.gpu_type},
+                     {"gpus", inv.gpu_count},  {"gpu_memory_mib", inv.gpu_memory_bytes >> 20},
+                     {"hcas", hcas},           {"source", inv.source}};
   for (const auto& rec : n.supervisor->records()) {
-    json ranks = json::array(), pids = json::array();
+    protocol::RunningAlloc run{rec.alloc_id, rec.job_id, {}, {}};
     for (const auto& r : rec.ranks) {
-      ranks.push_back(r.rank);
-      pids.push_back(r.pid);
+      run.ranks.push_back(r.rank);
+      run.pids.push_back(r.pid);
     }
-    running.push_back({{"alloc", rec.alloc_id}, {"job", rec.job_id}, {"ranks", ranks}, {"pids", pids}});
+    entry.running.push_back(std::move(run));
   }
   const HealthStatus& h = n.health->status();
-  return {{"name", n.name},
-          {"inventory", inventory},
-          {"running", running},
-          {"health", {{"ok", h.ok}, {"reason", h.reason}}}};
+  entry.health = protocol::HealthState{h.ok, h.reason};
+  return entry;
 }
 
+// With node keys every node entry carries its own MAC (one key speaks only for its node); with the
+// cluster secret one MAC covers them all.
 void Session::on_hello(const json& msg) {
-  const std::string challenge = msg.at("challenge");
-  json reg = message("register");
-  reg["agent"] = options_.agent_id;
-  reg["nodes"] = json::array();
-  for (const auto& n : nodes_) reg["nodes"].push_back(node_entry(*n));
-  reg["finished"] = finished_.pending();
-  reg["mac"] = register_mac(options_.secret, challenge, options_.agent_id, options_.nodes);
-  send(reg);
+  const auto hello = msg.get<protocol::Hello>();
+  reload_keys();
+  protocol::Register reg;
+  reg.agent = options_.agent_id;
+  for (const auto& n : nodes_) {
+    protocol::RegisterNode entry = node_entry(*n);
+    if (!keys_.empty()) entry.mac = protocol::node_mac(key_of(n->name), hello.challenge, reg.agent, n->name);
+    reg.nodes.push_back(std::move(entry));
+  }
+  reg.finished = finished_.pending();
+  if (keys_.empty()) reg.mac = register_mac(options_.secret, hello.challenge, options_.agent_id, options_.nodes);
+  send(protocol::encode(reg));
 }
 
 void Session::on_registered(const json& msg) {
+  const auto answer = msg.get<protocol::Registered>();
   registered_ = true;
-  heartbeat_ = std::chrono::seconds(std::max(1, msg.value("heartbeat_s", 5)));
+  heartbeat_ = std::chrono::seconds(std::max(1, answer.heartbeat_s));
   next_heartbeat_ = {};
-  for (const auto& r : msg.value("rejected", json::array()))
-    log("node " + r.value("name", std::string()) + " rejected: " + r.value("reason", std::string()));
-  for (const auto& k : msg.value("kill", json::array()))
-    on_kill(k.at("alloc"), k.at("node"), k.value("reason", std::string("fenced")));
+  for (const auto& r : answer.rejected) log("node " + r.name + " rejected: " + r.reason);
+  for (const auto& k : answer.kill) on_kill(k.alloc, k.node, k.reason.empty() ? "fenced" : k.reason);
   for (const auto& n : nodes_) {
     const HealthStatus& h = n->health->status();
-    if (h.ok) continue;
-    json m = message("health");
-    m.update({{"node", n->name}, {"ok", false}, {"reason", h.reason}});
-    send(m);
+    if (!h.ok) send(protocol::encode(protocol::Health{n->name, false, h.reason}));
   }
 }
 
@@ -240,20 +259,14 @@ void Session::cancel_all(const std::string& reason) {
 
 void Session::tick(Clock::time_point now) {
   if (registered_ && now >= next_heartbeat_) {
-    json hb = message("heartbeat");
-    hb["nodes"] = options_.nodes;
-    hb["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    send(hb);
+    send(protocol::encode(protocol::Heartbeat{
+        options_.nodes, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}));
     next_heartbeat_ = now + heartbeat_;
   }
   groups_->refresh();
   for (auto& n : nodes_) {
     poll_node(*n, now);
-    if (auto h = n->health->poll(now); h && registered_) {
-      json m = message("health");
-      m.update({{"node", n->name}, {"ok", h->ok}, {"reason", h->reason}});
-      send(m);
-    }
+    if (auto h = n->health->poll(now); h && registered_) send(protocol::encode(protocol::Health{n->name, h->ok, h->reason}));
   }
 }
 

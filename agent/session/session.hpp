@@ -36,7 +36,10 @@ class GroupLiveness;
 
 struct SessionOptions {
   std::string agent_id;       // "host:pid"
-  std::string secret;         // the cluster secret
+  std::string secret;         // the cluster secret (opt-in); "" when key_files are given
+  // Per-node keys (common/protocol/key_file.hpp): read again at every `hello`, so a rotated key is used from
+  // the next connection on; none = use `secret`.
+  std::vector<std::string> key_files;
   std::string scheduler_url;  // http(s)://HOST:PORT, given to workers as RAILYARD_URL ("" = not set)
   std::string ca_file;        // CA bundle for https, given to workers as RAILYARD_CA_FILE ("" = not set)
   std::filesystem::path state_dir;
@@ -102,9 +105,14 @@ class Session {
   void poll_node(Node& n, Clock::time_point now);
   void finished(Node& n, const std::string& alloc, long long job, const std::string& state, int code);
   void stream_metrics(Node& n, Alloc& a, const std::string& alloc, Clock::time_point now, bool final);
-  nlohmann::json node_entry(const Node& n) const;
+  protocol::RegisterNode node_entry(const Node& n) const;
+  // The key a node's MACs and exec tokens are made with: its node key, or the cluster secret.
+  const std::string& key_of(const std::string& node) const;
+  // Reads key_files again (keeping the keys read before when it cannot be read); no-op without one.
+  void reload_keys();
 
   SessionOptions options_;
+  std::map<std::string, std::string> keys_;  // node -> key, from key_file
   std::vector<std::unique_ptr<Node>> nodes_;
   FinishedStore finished_;
   Send send_;

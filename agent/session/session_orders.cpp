@@ -49,28 +49,21 @@ std::string join_words(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+// A launch_failed answers the order by whatever alloc, job and node it named, even when it did not parse.
 void Session::on_launch(const json& msg) {
-  json reply{{"alloc", msg.value("alloc", std::string())},
-             {"job", msg.value("job", 0LL)},
-             {"node", msg.value("node", std::string())}};
-  auto fail = [&](const std::string& why) {
-    json m = message("launch_failed");
-    m.update(reply);
-    m["message"] = why;
-    send(m);
-  };
+  const std::string alloc = msg.value("alloc", std::string()), node_name = msg.value("node", std::string());
+  const int64_t job = msg.contains("job") && msg["job"].is_number_integer() ? msg["job"].get<int64_t>() : 0;
+  auto fail = [&](const std::string& why) { send(protocol::encode(protocol::LaunchFailed{alloc, job, node_name, why})); };
   auto req = parse_launch(msg);
   if (!req) return fail(req.error().message);
   Node* n = node(req->local().name);
   if (!n) return fail("node " + req->local().name + " is not hosted by this agent");
-  json launched = message("launched");
-  launched.update(reply);
-  launched["ranks"] = json::array();
+  protocol::Launched launched{alloc, job, node_name, {}};
   if (n->allocs.count(req->alloc_id)) {  // a repeated order (after a reconnect): report what runs
     for (const auto& rec : n->supervisor->records())
       if (rec.alloc_id == req->alloc_id)
-        for (const auto& r : rec.ranks) launched["ranks"].push_back({{"rank", r.rank}, {"pid", r.pid}});
-    return send(launched);
+        for (const auto& r : rec.ranks) launched.ranks.push_back({r.rank, r.pid});
+    return send(protocol::encode(launched));
   }
   Alloc a;
   a.job = req->job_id;
@@ -81,7 +74,9 @@ void Session::on_launch(const json& msg) {
   a.next_telemetry = Clock::now() + options_.metrics_interval;
   if (!options_.scheduler_url.empty()) req->spec.env["RAILYARD_URL"] = options_.scheduler_url;
   if (!options_.ca_file.empty()) req->spec.env["RAILYARD_CA_FILE"] = options_.ca_file;
-  req->spec.env["RAILYARD_EXEC_TOKEN"] = exec_token(options_.secret, req->alloc_id);
+  // Made with this node's key: the scheduler checks it with the key of the allocation's first node, the one
+  // whose mpirun asks for remote launches.
+  req->spec.env["RAILYARD_EXEC_TOKEN"] = exec_token(key_of(n->name), req->alloc_id);
 
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
     // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
@@ -89,13 +84,13 @@ void Session::on_launch(const json& msg) {
     if (auto s = n->allocs_store->put(rec); !s) log(s.error().message);
     n->supervisor->hold(std::move(rec));
     n->allocs.emplace(req->alloc_id, std::move(a));
-    return send(launched);
+    return send(protocol::encode(launched));
   }
   auto started = n->launcher->launch(*req);
   if (!started) return fail(started.error().message);
   for (const auto& r : started->record.ranks) {
     a.pgids.push_back(r.pgid);
-    launched["ranks"].push_back({{"rank", r.rank}, {"pid", r.pid}});
+    launched.ranks.push_back({r.rank, r.pid});
     if (r.rank == 0) {
       a.tailer.emplace(r.stdout_path);
       std::optional<MetricTarget> target;
@@ -105,7 +100,7 @@ void Session::on_launch(const json& msg) {
   }
   n->supervisor->add(std::move(started->record));
   n->allocs.emplace(req->alloc_id, std::move(a));
-  send(launched);
+  send(protocol::encode(launched));
 }
 
 void Session::on_kill(const std::string& alloc, const std::string& node_name, const std::string& reason) {
@@ -117,35 +112,28 @@ void Session::on_kill(const std::string& alloc, const std::string& node_name, co
     return;
   }
   // Nothing runs: answer at once, so the scheduler frees the GPUs.
-  json report{{"alloc", alloc},
-              {"job", job_of_alloc(alloc)},
-              {"node", node_name},
-              {"state", "cancelled"},
-              {"exit_code", 0},
-              {"signal", 0},
-              {"message", "not running here"}};
-  json m = message("alloc_finished");
-  m.update(finished_.add(std::move(report)));
-  send(m);
+  protocol::AllocFinished report{alloc, job_of_alloc(alloc), node_name, "cancelled", 0, 0, "not running here", {}};
+  send(finished_.add(protocol::encode(report)));
 }
 
 void Session::on_exec(const json& msg) {
-  json failed = message("exec_failed");
-  failed["req"] = msg.at("req");
-  const std::string alloc = msg.at("alloc");
-  const std::string node_name = msg.at("node");
-  const auto argv = msg.at("argv").get<std::vector<std::string>>();
+  const auto order = msg.get<protocol::Exec>();
+  protocol::ExecFailed failed{order.req, ""};
+  auto send_failed = [&] { send(protocol::encode(failed)); };
+  const std::string& alloc = order.alloc;
+  const std::string& node_name = order.node;
+  const auto& argv = order.argv;
   Node* n = node(node_name);
   auto it = n ? n->allocs.find(alloc) : decltype(n->allocs.end()){};
   if (!n || it == n->allocs.end() || !n->supervisor->contains(alloc) || argv.empty()) {
-    failed["message"] = argv.empty() ? "empty argv" : "no allocation " + alloc + " on " + node_name;
-    return send(failed);
+    failed.message = argv.empty() ? "empty argv" : "no allocation " + alloc + " on " + node_name;
+    return send_failed();
   }
   Alloc& a = it->second;
   auto creds = resolve_job_user(a.user, options_.allow_root_jobs);
   if (!creds) {
-    failed["message"] = creds.error().message;
-    return send(failed);
+    failed.message = creds.error().message;
+    return send_failed();
   }
   const fs::path dir = n->launcher->alloc_dir(a.job, alloc);
   const fs::path vader = n->dir / "vader" / alloc;
@@ -159,7 +147,7 @@ void Session::on_exec(const json& msg) {
   env["RAILYARD_NODE"] = n->name;
   env["RAILYARD_JOB_ID"] = std::to_string(a.job);
   env["RAILYARD_ALLOC_ID"] = alloc;
-  env["RAILYARD_EXEC_TOKEN"] = exec_token(options_.secret, alloc);
+  env["RAILYARD_EXEC_TOKEN"] = exec_token(key_of(n->name), alloc);
   if (!options_.scheduler_url.empty()) env["RAILYARD_URL"] = options_.scheduler_url;
   if (!options_.ca_file.empty()) env["RAILYARD_CA_FILE"] = options_.ca_file;
   std::string gpus;
@@ -176,50 +164,45 @@ void Session::on_exec(const json& msg) {
                  -1};
   auto spawned = spawn_process(spec);
   if (!spawned) {
-    failed["message"] = spawned.error().message;
-    return send(failed);
+    failed.message = spawned.error().message;
+    return send_failed();
   }
   RankRecord rec{kFirstExecRank + a.execs++, spawned->pid,     spawned->pgid,
                  spawned->start_ticks,       spec.stdout_path, spec.stderr_path};
   if (auto s = n->supervisor->add_process(alloc, rec); !s) {
     signal_group(spawned->pgid, SIGKILL);
-    failed["message"] = s.error().message;
-    return send(failed);
+    failed.message = s.error().message;
+    return send_failed();
   }
   a.pgids.push_back(spawned->pgid);
   for (const auto& r : n->supervisor->records())
     if (r.alloc_id == alloc) (void)n->allocs_store->put(r);
-  json started = message("exec_started");
-  started["req"] = msg["req"];
-  started["pid"] = spawned->pid;
-  send(started);
+  send(protocol::encode(protocol::ExecStarted{order.req, spawned->pid}));
 }
 
 void Session::on_logs(const json& msg) {
-  json chunk = message("log_chunk");
-  for (const char* k : {"req", "alloc", "rank", "stream", "offset"}) chunk[k] = msg.at(k);
-  const std::string alloc = msg["alloc"];
-  const std::string stream = msg["stream"] == "err" ? "err" : "out";
-  const auto offset = msg["offset"].get<std::uint64_t>();
-  const size_t max_bytes = std::min<size_t>(msg.value("max_bytes", kMaxLogChunk), kMaxLogChunk);
-  Node* n = node(msg.at("node"));
-  chunk["data"] = "";
-  chunk["size"] = 0;
-  chunk["next_offset"] = offset;
+  const auto order = msg.get<protocol::Logs>();
+  const std::string& alloc = order.alloc;
+  const std::string stream = order.stream == "err" ? "err" : "out";
+  if (order.offset < 0) throw json::type_error::create(302, "field \"offset\" must not be negative", &msg);
+  const auto offset = static_cast<std::uint64_t>(order.offset);
+  const size_t max_bytes =
+      std::min<size_t>(order.max_bytes > 0 ? static_cast<size_t>(order.max_bytes) : kMaxLogChunk, kMaxLogChunk);
+  protocol::LogChunk chunk{order.req, alloc, order.rank, order.stream, order.offset, "", 0, order.offset, {}};
+  Node* n = node(order.node);
   if (!n) {
-    chunk["error"] = "node not hosted by this agent";
-    return send(chunk);
+    chunk.error = "node not hosted by this agent";
+    return send(protocol::encode(chunk));
   }
   auto it = n->allocs.find(alloc);
   const long long job = it != n->allocs.end() ? it->second.job : job_of_alloc(alloc);
-  const fs::path file =
-      n->launcher->alloc_dir(job, alloc) / ("rank-" + std::to_string(msg["rank"].get<int>()) + "." + stream);
+  const fs::path file = n->launcher->alloc_dir(job, alloc) / ("rank-" + std::to_string(order.rank) + "." + stream);
   std::error_code ec;
   const auto size = fs::file_size(file, ec);
   std::ifstream in(file, std::ios::binary);
   if (ec || !in) {
-    chunk["error"] = "no log " + file.filename().string() + " for " + alloc + " on " + n->name;
-    return send(chunk);
+    chunk.error = "no log " + file.filename().string() + " for " + alloc + " on " + n->name;
+    return send(protocol::encode(chunk));
   }
   std::string data;
   if (offset < size) {
@@ -229,23 +212,23 @@ void Session::on_logs(const json& msg) {
     data.resize(static_cast<size_t>(in.gcount()));
     if (offset + data.size() < size) data.resize(utf8_boundary(data));
   }
-  chunk["size"] = size;
-  chunk["next_offset"] = offset + data.size();
-  chunk["data"] = std::move(data);
-  send(chunk);
+  chunk.size = static_cast<int64_t>(size);
+  chunk.next_offset = static_cast<int64_t>(offset + data.size());
+  chunk.data = std::move(data);
+  send(protocol::encode(chunk));
 }
 
 void Session::finished(Node& n, const std::string& alloc, long long job, const std::string& state, int code) {
   auto it = n.allocs.find(alloc);
-  json report{{"alloc", alloc},
-              {"job", job},
-              {"node", n.name},
-              {"state", state},
-              {"exit_code", code},
-              {"signal", it != n.allocs.end() ? it->second.signal : 0},
-              {"message", it != n.allocs.end() ? it->second.message : std::string()}};
-  json m = message("alloc_finished");
-  m.update(finished_.add(std::move(report)));
+  protocol::AllocFinished report{alloc,
+                                 job,
+                                 n.name,
+                                 state,
+                                 code,
+                                 it != n.allocs.end() ? it->second.signal : 0,
+                                 it != n.allocs.end() ? it->second.message : std::string(),
+                                 {}};
+  json m = finished_.add(protocol::encode(report));
   if (registered_) send(m);
 }
 
@@ -262,16 +245,11 @@ void Session::stream_metrics(Node& n, Alloc& a, const std::string& alloc, Clock:
   const int malformed = a.tracker ? a.tracker->malformed() : 0;
   const bool news = !a.events.empty() || malformed != a.malformed_sent;
   if (!(final && news) && !(news && now >= a.next_metrics) && now < a.next_telemetry) return;
-  json m = message("metrics");
-  m.update({{"alloc", alloc},
-            {"job", a.job},
-            {"node", n.name},
-            {"events", std::move(a.events)},
-            {"malformed", malformed}});
   // A finished allocation's groups are empty: its last sample is zeros without a /proc scan.
   const ProcessTelemetry t = final ? ProcessTelemetry{} : sample_groups(a.pgids, groups_->table());
-  m["telemetry"] = {{"cpu_s", t.cpu_seconds}, {"rss_bytes", t.rss_bytes}, {"processes", t.processes}};
-  send(m);
+  send(protocol::encode(protocol::Metrics{
+      alloc, a.job, n.name, std::move(a.events),
+      json{{"cpu_s", t.cpu_seconds}, {"rss_bytes", t.rss_bytes}, {"processes", t.processes}}, malformed}));
   a.events = json::array();
   a.malformed_sent = malformed;
   a.next_metrics = now + options_.metrics_interval;

@@ -172,13 +172,13 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
   const auto* r = service_.table().find(t.job);
   if (!r) return;
   const auto& c = service_.table().cluster();
-  json nodes = json::array();
+  protocol::Launch order;
   for (const auto& name : t.nodes) {
     const auto id = c.find_node(name);
-    json gpus = json::array();
+    protocol::NodeGpus slots{name, {}};
     for (auto g : t.gpus)
-      if (c.node_of(g) == id) gpus.push_back(g - c.node(id).first_gpu);
-    nodes.push_back({{"name", name}, {"gpus", gpus}});
+      if (c.node_of(g) == id) slots.gpus.push_back(static_cast<int>(g - c.node(id).first_gpu));
+    order.nodes.push_back(std::move(slots));
   }
   std::string master = t.nodes.front();
   if (auto l = links_.find(master); l != links_.end() && l->second.peer)
@@ -191,17 +191,15 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
   spec.erase("array_job");
   spec.erase("array_task");
   spec.erase("after");
-  send_to_node(node, {{"type", "launch"},
-                      {"v", 1},
-                      {"alloc", alloc},
-                      {"job", t.job},
-                      {"node", node},
-                      {"node_rank", node_rank},
-                      {"nodes", nodes},
-                      {"spec", spec},
-                      {"master_addr", master},
-                      {"master_port", t.master_port},
-                      {"time_limit_s", r->spec.time_limit_s}});
+  order.alloc = alloc;
+  order.job = t.job;
+  order.node = node;
+  order.node_rank = node_rank;
+  order.spec = std::move(spec);
+  order.master_addr = master;
+  order.master_port = t.master_port;
+  order.time_limit_s = r->spec.time_limit_s;
+  send_to_node(node, protocol::encode(order));
   Track& sent = tracks_.at(alloc);
   sent.launch_sent.insert(node);
   sent.launch_deadline = service_.now() + options_.launch_timeout_s;
@@ -220,7 +218,7 @@ void AgentHub::end_track(const std::string& alloc, Track& t) {
     const auto* r = service_.table().find(t.job);
     const std::string why =
         r ? "job " + std::to_string(t.job) + " is " + std::string(jobs::to_string(r->state)) : "job ended";
-    send_to_node(n, {{"type", "kill"}, {"v", 1}, {"alloc", alloc}, {"node", n}, {"reason", why}});
+    send_to_node(n, protocol::encode(protocol::Kill{alloc, n, why}));
   }
   if (!nodes.empty() && !service_.table().holds(alloc)) {  // ended by a batch add_holds did not see
     spdlog::warn("allocation {}: GPUs held in memory only", alloc);
@@ -272,15 +270,16 @@ void AgentHub::end_job(WriteBatch& b, const store::JobRecord& r, JobState end, s
   b.updates.push_back(std::move(e));
 }
 
-void AgentHub::on_launched(const json& m) {
-  const std::string alloc = m.at("alloc"), node = m.at("node");
+void AgentHub::on_launched(const protocol::Launched& m) {
+  const std::string &alloc = m.alloc, &node = m.node;
   const auto* r = live_job(alloc);
   auto t = tracks_.find(alloc);
   if (!r || t == tracks_.end() || t->second.ended || !contains(t->second.nodes, node)) {
-    const std::string why = r && t != tracks_.end() && !t->second.ended
-                                ? "fenced: allocation " + alloc + " does not include " + node
-                                : "fenced: allocation " + alloc + " is not live";
-    send_to_node(node, {{"type", "kill"}, {"v", 1}, {"alloc", alloc}, {"node", node}, {"reason", why}});
+    const bool outside = r && t != tracks_.end() && !t->second.ended;
+    const std::string why = outside ? "fenced: allocation " + alloc + " does not include " + node
+                                    : "fenced: allocation " + alloc + " is not live";
+    if (outside) spdlog::warn("agent:{}: launched for allocation {}, which does not include it: fenced", node, alloc);
+    send_to_node(node, protocol::encode(protocol::Kill{alloc, node, why}));
     return;
   }
   t->second.launched.insert(node);
@@ -302,31 +301,35 @@ void AgentHub::running_if_launched(WriteBatch& b, const store::JobRecord& r, con
   b.updates.push_back(std::move(u));
 }
 
-void AgentHub::on_launch_failed(const json& m) {
-  const std::string alloc = m.at("alloc"), node = m.at("node");
+void AgentHub::on_launch_failed(const protocol::LaunchFailed& m) {
+  const std::string &alloc = m.alloc, &node = m.node;
   const auto* r = live_job(alloc);
   auto t = tracks_.find(alloc);
+  if (r && t != tracks_.end() && !contains(t->second.nodes, node))
+    spdlog::warn("agent:{}: launch_failed for allocation {}, which does not include it: ignored", node, alloc);
   if (!r || t == tracks_.end() || !contains(t->second.nodes, node)) return;
   t->second.finished.insert(node);
   WriteBatch b;
-  end_job(b, *r, JobState::kFailed, std::nullopt, "launch failed on " + node + ": " + m.value("message", ""),
+  end_job(b, *r, JobState::kFailed, std::nullopt, "launch failed on " + node + ": " + m.message,
           "agent:" + node, true);
   if (auto s = commit(b); !s) spdlog::error("launch_failed: commit failed: {}", s.error().message);
 }
 
 // Reliable: the ack goes out only once the outcome is on disk (or when there is nothing to record).
-void AgentHub::on_alloc_finished(Peer* from, const json& m) {
-  const std::string alloc = m.at("alloc"), node = m.at("node"), state = m.at("state");
-  const json seq = m.value("seq", json());
+void AgentHub::on_alloc_finished(Peer* from, const protocol::AllocFinished& m) {
+  const std::string &alloc = m.alloc, &node = m.node, &state = m.state;
+  const std::optional<int64_t> seq = m.seq;
   auto t = tracks_.find(alloc);
-  if (t != tracks_.end() && !contains(t->second.nodes, node)) t = tracks_.end();  // not its node: no effect
+  if (t != tracks_.end() && !contains(t->second.nodes, node)) {  // not its node: no effect (acked as stale)
+    spdlog::warn("agent:{}: alloc_finished for allocation {}, which does not include it: ignored", node, alloc);
+    t = tracks_.end();
+  }
   if (t != tracks_.end()) t->second.finished.insert(node);
   const auto* r = live_job(alloc);
   Status s = ok();
   if (r && t != tracks_.end() && !t->second.ended) {
     const Track& tr = t->second;
-    std::optional<int> exit_code;
-    if (m.contains("exit_code") && m["exit_code"].is_number_integer()) exit_code = m["exit_code"].get<int>();
+    const std::optional<int> exit_code = m.exit_code;
     const std::string actor = "agent:" + node;
     WriteBatch b;
     if (state == "completed") {
@@ -336,9 +339,8 @@ void AgentHub::on_alloc_finished(Peer* from, const json& m) {
     } else {
       std::string why = node + ": " + state;
       if (exit_code) why += ", exit code " + std::to_string(*exit_code);
-      if (m.contains("signal") && m["signal"].is_number_integer() && m["signal"].get<int>() != 0)
-        why += ", signal " + std::to_string(m["signal"].get<int>());
-      if (auto msg = m.value("message", std::string()); !msg.empty()) why += " (" + msg + ")";
+      if (m.signal != 0) why += ", signal " + std::to_string(m.signal);
+      if (!m.message.empty()) why += " (" + m.message + ")";
       end_job(b, *r, state == "timeout" ? JobState::kTimeout : JobState::kFailed, exit_code, why, actor,
               state != "timeout");
     }
@@ -346,23 +348,27 @@ void AgentHub::on_alloc_finished(Peer* from, const json& m) {
     if (!s) spdlog::error("alloc_finished: commit failed: {}", s.error().message);
   }
   // Acked once the outcome is on disk, also for a duplicate: the first report may still be in the log only.
-  if (auto c = conns_.find(from); s && !seq.is_null() && c != conns_.end())
+  if (auto c = conns_.find(from); s && seq && c != conns_.end())
     service_.when_durable(
-        [this, alive = std::weak_ptr<char>(alive_), peer = std::weak_ptr<Peer>(c->second.peer), seq] {
-          if (auto p = peer.lock(); p && !alive.expired()) send(p.get(), {{"type", "ack"}, {"v", 1}, {"seq", seq}});
+        [this, alive = std::weak_ptr<char>(alive_), peer = std::weak_ptr<Peer>(c->second.peer), seq = *seq] {
+          if (auto p = peer.lock(); p && !alive.expired()) send(p.get(), protocol::encode(protocol::Ack{seq}));
         });
   maybe_release(alloc);
 }
 
-void AgentHub::on_metrics(const json& m) {
-  const std::string alloc = m.at("alloc");
+// Metrics of a live allocation from one of its nodes; a node outside it is refused (it would write another
+// node's job's curve and time-to-train).
+void AgentHub::on_metrics(const Conn& c, const protocol::Metrics& m) {
+  const std::string& alloc = m.alloc;
   const auto* r = live_job(alloc);
   auto t = tracks_.find(alloc);
   if (!r || t == tracks_.end()) return;
+  if (!contains(t->second.nodes, m.node))
+    not_owned(c, "metrics of allocation " + alloc + ", which does not include node " + m.node);
   const int64_t now = service_.now();
   WriteBatch b;
   std::optional<double> ttt;
-  const json events = m.value("events", json::array());
+  const json& events = m.events;
   for (const auto& e : events) {
     if (!e.is_object()) continue;
     const std::string key = e.value("key", "");
@@ -376,12 +382,11 @@ void AgentHub::on_metrics(const json& m) {
         !r->time_to_train_s)
       ttt = time - *t->second.run_start;
   }
-  if (m.contains("telemetry") && m["telemetry"].is_object())
-    b.metrics.push_back({r->id, alloc, "telemetry", double(now), m["telemetry"].dump()});
+  if (m.telemetry) b.metrics.push_back({r->id, alloc, "telemetry", double(now), m.telemetry->dump()});
   if (ttt && !r->time_to_train_s) {
     store::JobRecord u = *r;
     u.time_to_train_s = ttt;
-    b.events.push_back({job_subject(r->id), now, "agent:" + m.value("node", std::string()),
+    b.events.push_back({job_subject(r->id), now, "agent:" + m.node,
                         "time to train " + std::to_string(*ttt) + " s"});
     b.updates.push_back(std::move(u));
   }

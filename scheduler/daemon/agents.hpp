@@ -1,7 +1,8 @@
 // AgentHub: the scheduler's side of the agent protocol (scheduler/PROTOCOL.md), free of sockets. A
 // connection is a Peer (send/close); the WebSocket glue in api/server.cpp calls on_open/on_message/on_close.
 //
-//   agent ──hello/register──► handshake (HMAC of the challenge) ──► nodes linked, fencing, reconcile
+//   agent ──hello/register──► decode ──► authenticate (cluster secret, or each node's own key) ──► link nodes
+//   (takeover, inventory, fencing of reported allocations) ──► reconcile (agent_register.cpp)
 //   pass places a job ──observer──► Track(alloc) ──launch──► agents ──launched/alloc_finished──► commit
 //   job ends (API cancel, failure, node DOWN) ──pre-commit──► GPU hold written with the change ──observer──►
 //   kill to the nodes still running it; its GPUs stay held (JobTable::gpu_holds) until each node confirmed
@@ -30,6 +31,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/protocol/mac.hpp"
+#include "common/protocol/messages.hpp"
 #include "scheduler/daemon/service.hpp"
 
 namespace railyard::daemon {
@@ -46,7 +49,11 @@ class Peer {
 };
 
 struct AgentHubOptions {
-  std::string secret;  // the cluster secret; empty: every agent is refused
+  std::string secret;  // the cluster secret (opt-in for small clusters); empty: not accepted
+  // Per-node keys (scheduler/PROTOCOL.md "Node keys"): a register whose nodes each carry a MAC made with that
+  // node's key from the store (table node_keys) is accepted for those nodes. With neither this nor a
+  // secret, every agent is refused.
+  bool node_keys = false;
   int64_t heartbeat_timeout_s = 30;
   int64_t reconcile_grace_s = 30;
   int heartbeat_interval_s = 5;
@@ -63,13 +70,11 @@ struct AgentHubStats {
   int64_t launches_total = 0;
 };
 
-// Lower-case hex HMAC-SHA256 (OpenSSL).
-std::string hmac_sha256_hex(std::string_view key, std::string_view data);
-// The MAC a `register` must carry: HMAC(secret, challenge + "\n" + agent + "\n" + names joined by ",").
-std::string register_mac(std::string_view secret, std::string_view challenge, std::string_view agent,
-                         const std::vector<std::string>& nodes);
-// RAILYARD_EXEC_TOKEN for an allocation: HMAC(secret, "exec\n" + alloc).
-std::string exec_token(std::string_view secret, std::string_view alloc);
+// The protocol's MACs have one definition, shared with the agent (common/protocol/mac.hpp).
+using protocol::exec_token;
+using protocol::hmac_sha256_hex;
+using protocol::node_mac;
+using protocol::register_mac;
 // "<job>.<attempt>"
 std::string alloc_id(JobId job, int attempt);
 
@@ -96,7 +101,7 @@ class AgentHub {
   // Heartbeat timeouts, the end of the grace period, request timeouts. Call about once a second.
   void tick();
 
-  bool enabled() const { return !options_.secret.empty(); }
+  bool enabled() const { return !options_.secret.empty() || options_.node_keys; }
   const AgentHubStats& stats() const { return stats_; }
   size_t connected_nodes() const;
   // The last frame from the node's connection; nullopt when the node never registered.
@@ -151,12 +156,30 @@ class AgentHub {
   void error(Peer* p, const std::string& code, const std::string& message);
   void bad_message(Conn& c, const std::string& message);
   void handle(Conn& c, const nlohmann::json& m);
+  // Whether `node` is registered on connection `c` (reports and answers speak only for those).
+  bool owns(const Conn& c, const std::string& node) const;
+  // Refuses a report or answer about a node or allocation the connection does not own: logged, answered
+  // as a bad message (throws).
+  [[noreturn]] void not_owned(const Conn& c, const std::string& what) const;
+
+  // Registration (agent_register.cpp): decode -> authenticate -> link nodes -> reconcile.
+  struct Linking;
   void on_register(Conn& c, const nlohmann::json& m);
-  void on_launched(const nlohmann::json& m);
-  void on_launch_failed(const nlohmann::json& m);
-  void on_alloc_finished(Peer* from, const nlohmann::json& m);
-  void on_metrics(const nlohmann::json& m);
-  void on_answer(const nlohmann::json& m);
+  Status authenticate(const Conn& c, const protocol::Register& reg);
+  Status check_node_key(const Conn& c, const std::string& node, const std::string& mac);
+  // Whether `token` is the exec token of `alloc`: with the cluster secret, or with the key (or the previous
+  // key, within its grace) of the allocation's first node, whose agent starts mpirun.
+  bool exec_token_ok(const std::string& alloc, const std::string& token, const std::string& first_node);
+  void link_node(Conn& c, const protocol::RegisterNode& n, Linking& out);
+  void fence_running(const std::string& node, const protocol::RunningAlloc& run, Linking& out);
+  void apply_register_finished(Conn& c, const std::vector<nlohmann::json>& finished);
+  void reconcile(Conn& c);
+
+  void on_launched(const protocol::Launched& m);
+  void on_launch_failed(const protocol::LaunchFailed& m);
+  void on_alloc_finished(Peer* from, const protocol::AllocFinished& m);
+  void on_metrics(const Conn& c, const protocol::Metrics& m);
+  void on_answer(const Conn& c, const nlohmann::json& m);
   void on_health(Conn& c, const nlohmann::json& m);
   // A node's health check result (from `health` or register.nodes[].health): a failing check drains the
   // node with "health: <reason>"; a passing one resumes a node that a health check drained (never one an

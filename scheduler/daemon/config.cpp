@@ -107,13 +107,13 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
     } else if (key == "submit_durability") {
       s = want(v.is_string() && parse_submit_durability(v.get<std::string>()), "\"synced\" or \"written\"");
       if (s && !is_given) c.submit_durability = v.get<std::string>();
-    } else if (key == "private") {
+    } else if (key == "private" || key == "node_keys") {
       s = want(v.is_boolean(), "true or false");
-      if (s && !is_given) c.private_reads = v.get<bool>();
+      if (s && !is_given) (key == "private" ? c.private_reads : c.node_keys) = v.get<bool>();
     } else {
       s = invalid(file_path + ": " + key +
                   ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
-                  "agent_secret_file, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
+                  "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
                   "priority_weights, tls_cert, tls_key, submit_durability)");
     }
     if (!s) return s;

@@ -24,7 +24,8 @@ struct DaemonConfig {
   int sus = 1;
   bool private_reads = false;
   std::string web_root;            // "" = the default (see api::default_web_root); "none" = no static files
-  std::string agent_secret_file;   // "" = agents are refused
+  std::string agent_secret_file;   // the cluster secret (opt-in); "" = none
+  bool node_keys = false;          // accept agents by their per-node keys (table node_keys); see PROTOCOL.md
   int heartbeat_timeout_s = 30;
   int reconcile_grace_s = -1;      // -1 = the heartbeat timeout
   int launch_timeout_s = 120;      // a connected node that answers no launch order fails the job (1..86400)

@@ -25,7 +25,7 @@ constexpr int kCheckpointFrames = 1000;
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 10> kMigrations = {
+constexpr std::array<std::string_view, 11> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -109,6 +109,10 @@ constexpr std::array<std::string_view, 10> kMigrations = {
        ALTER TABLE tokens ADD COLUMN revoked INTEGER;
        CREATE TABLE audit (seq INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, actor TEXT NOT NULL,
          source TEXT NOT NULL, method TEXT NOT NULL, target TEXT NOT NULL, status INTEGER NOT NULL);)",
+    // 11: per-node agent keys (issue 32). The key itself, since HMAC verification recomputes the MAC (the
+    // file is 0600); after a rotation the previous key until its grace ends (previous_until, unix seconds).
+    R"(CREATE TABLE node_keys (node TEXT PRIMARY KEY, key TEXT NOT NULL, created INTEGER NOT NULL,
+         rotated_at INTEGER, previous_key TEXT NOT NULL DEFAULT '', previous_until INTEGER) WITHOUT ROWID;)",
 };
 
 // gpus column (jobs, runs): whole GPUs as numbers, MIG slices as objects.
@@ -224,6 +228,7 @@ Result<std::unique_ptr<SqliteStateStore>> SqliteStateStore::open(const std::stri
     return Error{ErrorCode::kUnavailable, path + ": " + msg};
   }
   std::unique_ptr<SqliteStateStore> store(new SqliteStateStore(db));
+
   // SQLite falls back to read-only when the file system or file refuses writes: a scheduler that could not
   // store what it acknowledges must not start.
   if (sqlite3_db_readonly(db, "main") == 1)
@@ -233,6 +238,11 @@ Result<std::unique_ptr<SqliteStateStore>> SqliteStateStore::open(const std::stri
   try {
     sql::exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
     store->migrate(target_version < 0 ? latest_schema_version() : target_version);
+    // Node keys live here (table node_keys): the file, its log and its shared memory are the owner's only.
+    // Only tightens: a wider mode is never set.
+    for (const char* suffix : {"", "-wal", "-shm"})
+      if (struct stat st{}; ::stat((path + suffix).c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+        ::chmod((path + suffix).c_str(), st.st_mode & 0700);
   } catch (const std::exception& e) {
     return Error{ErrorCode::kUnavailable, path + ": " + e.what()};
   }

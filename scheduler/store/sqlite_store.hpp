@@ -48,6 +48,8 @@ class SqliteStateStore final : public StateStore {
   Result<std::vector<AuditRecord>> audit(const AuditQuery& query) override;  // sqlite_auth.cpp
   Result<std::vector<EventRecord>> events(const std::string& subject, int limit) override;
   Result<std::vector<MetricSample>> metrics(JobId job, int limit) override;
+  Status put_node_key(const NodeKeyRecord& key) override;                            // sqlite_node_keys.cpp
+  Result<std::optional<NodeKeyRecord>> find_node_key(const std::string& node) override;  // sqlite_node_keys.cpp
 
   // Epoch fencing (issue 30, controller high availability). The database keeps the highest leader epoch that
   // claimed it (table ha_epoch). fence(epoch, claim): fails (kConflict) when the stored epoch is newer than

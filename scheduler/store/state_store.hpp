@@ -96,6 +96,19 @@ struct AuditQuery {
   int limit = 1000;
 };
 
+// A node's agent credential (scheduler/PROTOCOL.md "Node keys"). HMAC verification recomputes the MAC, so
+// the scheduler keeps the key itself, not a hash: the database file is mode 0600 (SqliteStateStore::open).
+// After a rotation the previous key keeps working until `previous_until` (unix seconds) or until the agent
+// registers with the new key, whichever comes first; then `previous_key` is emptied.
+struct NodeKeyRecord {
+  std::string node;
+  std::string key;
+  int64_t created = 0;
+  std::optional<int64_t> rotated_at;
+  std::string previous_key;  // "" = none
+  std::optional<int64_t> previous_until;
+};
+
 // Audit log entry: subject is "job:<id>" or "node:<name>". `time_ms` is the same instant in milliseconds,
 // filled by the service when it commits the event (Service::stamp_events); 0 until then, and for rows written
 // before schema 4 the store reads time * 1000.
@@ -235,6 +248,12 @@ class StateStore {
   virtual Result<std::vector<EventRecord>> events(const std::string& subject, int limit) = 0;
   // A job's metric samples in arrival order, at most `limit` (the newest).
   virtual Result<std::vector<MetricSample>> metrics(JobId job, int limit) = 0;
+  // Node keys: insert or replace the node's row; read it (nullopt: no key issued). Stores without them
+  // (fakes) have none.
+  virtual Status put_node_key(const NodeKeyRecord& /*key*/) { return internal_error("this store keeps no node keys"); }
+  virtual Result<std::optional<NodeKeyRecord>> find_node_key(const std::string& /*node*/) {
+    return std::optional<NodeKeyRecord>();
+  }
 };
 
 }  // namespace railyard::store
