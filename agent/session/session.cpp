@@ -62,6 +62,9 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     lo.state_dir = n->dir;
     lo.allocs = n->allocs_store;
     lo.allow_root_jobs = o.allow_root_jobs;
+    lo.cgroups = o.cgroups;
+    lo.cgroup.parent = o.cgroup_parent;
+    lo.job_umask = o.job_umask;
     lo.exec_helper = o.exec_helper;
     lo.mpirun = o.mpirun;
     lo.log = [sp = s.get()](const std::string& text) { sp->log(text); };

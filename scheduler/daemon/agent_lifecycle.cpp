@@ -339,8 +339,12 @@ void AgentHub::on_alloc_finished(Peer* from, const json& m) {
       if (m.contains("signal") && m["signal"].is_number_integer() && m["signal"].get<int>() != 0)
         why += ", signal " + std::to_string(m["signal"].get<int>());
       if (auto msg = m.value("message", std::string()); !msg.empty()) why += " (" + msg + ")";
-      end_job(b, *r, state == "timeout" ? JobState::kTimeout : JobState::kFailed, exit_code, why, actor,
-              state != "timeout");
+      // out_of_memory: the kernel killed a process at the job's own cgroup limit; the job's failure (never
+      // requeued: it would run out again), the node stays up.
+      const JobState end = state == "timeout"         ? JobState::kTimeout
+                           : state == "out_of_memory" ? JobState::kOutOfMemory
+                                                      : JobState::kFailed;
+      end_job(b, *r, end, exit_code, why, actor, end == JobState::kFailed);
     }
     s = commit_report(b);
     if (!s) spdlog::error("alloc_finished: commit failed: {}", s.error().message);
