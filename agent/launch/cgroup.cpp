@@ -109,7 +109,15 @@ Result<std::unique_ptr<CgroupDriver>> try_v2(const CgroupSetup& s, const fs::pat
   if (controllers.find("memory") == std::string::npos)
     return unavailable(mount.string() + " is cgroup2 without the memory controller (it is bound to v1)");
   if (access(mount.c_str(), W_OK) != 0) return unavailable(mount.string() + " is not writable");
-  return make_cgroup_v2(mount / relative(s.parent.empty() ? own : s.parent));
+  const fs::path parent = mount / relative(s.parent.empty() ? own : s.parent);
+  // The kernel refuses controllers below a non-root group that holds processes (EBUSY): the agent's own
+  // group usually does, so say how to give it one that does not instead of failing every launch.
+  if (auto made = make_dir(parent); !made) return unavailable(made.error().message);
+  if (auto on = write_control(parent / "cgroup.subtree_control", "+memory"); !on)
+    return unavailable(on.error().message +
+                       " (a group holding processes cannot delegate controllers: run the agent in a leaf "
+                       "group, e.g. systemd DelegateSubgroup=agent, and pass --cgroup-parent)");
+  return make_cgroup_v2(parent);
 }
 
 Result<std::unique_ptr<CgroupDriver>> try_v1(const CgroupSetup& s,

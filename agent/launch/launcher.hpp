@@ -51,12 +51,16 @@ class Launcher {
   Result<Launched> launch(const LaunchRequest& request);
 
   std::filesystem::path alloc_dir(long long job_id, const std::string& alloc_id) const;
+  // The allocation's cgroup directories (empty, with a note, where none can be made). launch() calls it;
+  // so does the session for a later node of an mpi job, whose processes arrive through exec orders.
+  std::vector<std::string> cgroup_for(const LaunchRequest& request, std::vector<std::string>& notes) const;
+  // Creates the allocation directory: 0700 and the job user's when there is one.
+  Status make_alloc_dir(const std::filesystem::path& dir, const std::optional<Credentials>& creds) const;
   const LauncherOptions& options() const { return options_; }
 
  private:
   Result<std::vector<ProcessPlan>> plan(const LaunchRequest& request, const std::filesystem::path& dir) const;
-  std::vector<std::string> cgroup_for(const LaunchRequest& request, std::vector<std::string>& notes) const;
-  Status make_alloc_dir(const std::filesystem::path& dir, const std::optional<Credentials>& creds) const;
+
   void note(std::vector<std::string>& notes, std::string text) const;
 
   LauncherOptions options_;

@@ -24,9 +24,13 @@ using testing::read_file;
 
 class Isolation : public testing::LaunchFixture {
  protected:
+  // Skips unless a group with a memory limit can be made here (detected and tried, then removed).
   void need_cgroups() {
     auto d = detect_cgroup_driver(CgroupSetup{});
     if (!d) GTEST_SKIP() << "no usable cgroup hierarchy: " << d.error().message;
+    auto probe = (*d)->create("probe-" + std::to_string(getpid()), ResourceLimits{64LL << 20}, GpuAccess{});
+    if (!probe) GTEST_SKIP() << "cannot create a cgroup with (" << (*d)->describe() << "): " << probe.error().message;
+    remove_cgroup(*probe);
   }
   static LaunchRequest with_memory(LaunchRequest r, long long bytes) {
     r.limits.memory_bytes = bytes;
