@@ -240,7 +240,8 @@ int main(int argc, char** argv) {
                  "emulated node profile (dgx-h100, dgx-a100, ...) instead of probing");
   app.add_option("--state-dir", f.state_dir, "state directory (allocations, logs)")->capture_default_str();
   app.add_flag("--allow-root-jobs", f.allow_root_jobs, "as root, run jobs without a known user as root");
-  app.add_flag("--no-cgroups", f.no_cgroups, "run jobs without per-allocation cgroups (no memory/CPU limits)");
+  app.add_flag("--no-cgroups", f.no_cgroups,
+               "run jobs without per-allocation cgroups (no memory/CPU limits)");
   app.add_option("--cgroup-parent", f.cgroup_parent,
                  "cgroup (in each hierarchy) under which allocation groups go; default: the agent's own");
   app.add_option("--job-umask", f.job_umask, "octal umask of job processes")

@@ -40,11 +40,11 @@ int parse_mem_mb(const std::string& text) {
   } catch (const std::exception&) {
   }
   const std::string unit = text.substr(used);
-  const double scale = unit.empty() || unit == "M" || unit == "m"   ? 1
-                       : unit == "G" || unit == "g"                 ? 1024
-                       : unit == "T" || unit == "t"                 ? 1024.0 * 1024
-                       : unit == "K" || unit == "k"                 ? 1.0 / 1024
-                                                                    : -1;
+  const double scale = unit.empty() || unit == "M" || unit == "m" ? 1
+                       : unit == "G" || unit == "g"               ? 1024
+                       : unit == "T" || unit == "t"               ? 1024.0 * 1024
+                       : unit == "K" || unit == "k"               ? 1.0 / 1024
+                                                                  : -1;
   const double mb = v * scale;
   if (v <= 0 || scale < 0 || mb < 1 || mb > 2147483647.0)
     fail_usage("--mem \"" + text + "\": give memory per node as 512, 512M, 4G or 1T");

@@ -32,7 +32,8 @@ Status write_control(const fs::path& file, const std::string& value) {
   std::ofstream out(file);
   out << value;
   out.flush();
-  if (!out) return internal_error("cannot write '" + value + "' to " + file.string() + ": " + std::strerror(errno));
+  if (!out)
+    return internal_error("cannot write '" + value + "' to " + file.string() + ": " + std::strerror(errno));
   return ok();
 }
 
@@ -104,7 +105,8 @@ std::map<std::string, std::pair<std::string, std::string>> memberships(const fs:
 
 fs::path relative(const std::string& path) { return fs::path(path).relative_path(); }
 
-Result<std::unique_ptr<CgroupDriver>> try_v2(const CgroupSetup& s, const fs::path& mount, const std::string& own) {
+Result<std::unique_ptr<CgroupDriver>> try_v2(const CgroupSetup& s, const fs::path& mount,
+                                             const std::string& own) {
   const auto controllers = read_control(mount / "cgroup.controllers").value_or("");
   if (controllers.find("memory") == std::string::npos)
     return unavailable(mount.string() + " is cgroup2 without the memory controller (it is bound to v1)");
@@ -120,8 +122,8 @@ Result<std::unique_ptr<CgroupDriver>> try_v2(const CgroupSetup& s, const fs::pat
   return make_cgroup_v2(parent);
 }
 
-Result<std::unique_ptr<CgroupDriver>> try_v1(const CgroupSetup& s,
-                                             const std::map<std::string, std::pair<std::string, std::string>>& m) {
+Result<std::unique_ptr<CgroupDriver>> try_v1(
+    const CgroupSetup& s, const std::map<std::string, std::pair<std::string, std::string>>& m) {
   std::vector<std::pair<std::string, fs::path>> parents;
   for (const std::string c : {"memory", "cpu", "pids", "devices"}) {
     auto it = m.find(c);
@@ -151,7 +153,8 @@ Result<std::unique_ptr<CgroupDriver>> detect_cgroup_driver(const CgroupSetup& s)
     auto v2 = try_v2(s, s.root / "unified", own_v2);
     if (v2 || !m.count("memory")) return v2;
   }
-  if (!m.count("memory")) return unavailable("the agent is in no memory cgroup (" + s.self_cgroup.string() + ")");
+  if (!m.count("memory"))
+    return unavailable("the agent is in no memory cgroup (" + s.self_cgroup.string() + ")");
   return try_v1(s, m);
 }
 

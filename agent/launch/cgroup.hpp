@@ -63,8 +63,8 @@ Result<std::unique_ptr<CgroupDriver>> detect_cgroup_driver(const CgroupSetup& se
 // v2: `parent` is the directory under which railyard/<name> is made. v1: one parent per controller
 // ("memory", "cpu", "pids", "devices"); memory is required.
 std::unique_ptr<CgroupDriver> make_cgroup_v2(std::filesystem::path parent);
-std::unique_ptr<CgroupDriver> make_cgroup_v1(std::vector<std::pair<std::string, std::filesystem::path>> parents,
-                                             std::filesystem::path dev = "/dev");
+std::unique_ptr<CgroupDriver> make_cgroup_v1(
+    std::vector<std::pair<std::string, std::filesystem::path>> parents, std::filesystem::path dev = "/dev");
 
 // Kernel OOM kills inside the group so far: memory.events "oom_kill" (v2) or memory.oom_control
 // "oom_kill" (v1, kernel 4.13+); 0 when neither file is readable.

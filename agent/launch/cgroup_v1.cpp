@@ -25,7 +25,8 @@ class CgroupV1Driver final : public CgroupDriver {
 
   std::string describe() const override {
     std::string out = "cgroup v1 (";
-    for (const auto& [c, p] : parents_) out += (out.back() == '(' ? "" : ", ") + c + " at " + (p / "railyard").string();
+    for (const auto& [c, p] : parents_)
+      out += (out.back() == '(' ? "" : ", ") + c + " at " + (p / "railyard").string();
     return out + ")";
   }
 
@@ -38,8 +39,10 @@ class CgroupV1Driver final : public CgroupDriver {
       Status s = ok();
       if (dirs.empty()) {
         auto made = make_fresh_dir(parent / "railyard", name);
-        if (made) group = *made, leaf = made->filename().string();
-        else s = made.error();
+        if (made)
+          group = *made, leaf = made->filename().string();
+        else
+          s = made.error();
       } else {
         s = make_dir(group);
       }
@@ -98,13 +101,15 @@ std::vector<std::string> gpu_deny_rules(const fs::path& dev, const std::vector<i
     if (std::find(own.begin(), own.end(), std::stoi(m[1])) != own.end()) continue;
     struct stat st {};
     if (stat(e.path().c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
-    rules.push_back("c " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev)) + " rwm");
+    rules.push_back("c " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev)) +
+                    " rwm");
   }
   std::sort(rules.begin(), rules.end());
   return rules;
 }
 
-std::unique_ptr<CgroupDriver> make_cgroup_v1(std::vector<std::pair<std::string, fs::path>> parents, fs::path dev) {
+std::unique_ptr<CgroupDriver> make_cgroup_v1(std::vector<std::pair<std::string, fs::path>> parents,
+                                             fs::path dev) {
   return std::make_unique<CgroupV1Driver>(std::move(parents), std::move(dev));
 }
 

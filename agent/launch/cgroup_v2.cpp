@@ -30,7 +30,8 @@ class CgroupV2Driver final : public CgroupDriver {
     if (auto s = make_dir(base); !s) return s.error();
     for (const fs::path& level : {parent_, base}) {
       // Each controller alone, so a missing cpu or pids controller costs only its own limit.
-      for (const char* c : {"+memory", "+cpu", "+pids"}) (void)write_control(level / "cgroup.subtree_control", c);
+      for (const char* c : {"+memory", "+cpu", "+pids"})
+        (void)write_control(level / "cgroup.subtree_control", c);
     }
     auto made = make_fresh_dir(base, name);
     if (!made) return made.error();

@@ -64,7 +64,8 @@ Launcher::Launcher(LauncherOptions options, Inventory inventory)
   // Once per process: an agent hosting many emulated nodes makes one Launcher per node.
   static std::once_flag said;
   std::call_once(said, [this] {
-    const std::string what = cgroups_ ? "cgroups: " + cgroups_->describe() : "cgroups: none (" + cgroup_unusable_ + ")";
+    const std::string what =
+        cgroups_ ? "cgroups: " + cgroups_->describe() : "cgroups: none (" + cgroup_unusable_ + ")";
     if (options_.log) options_.log(what);
   });
 }
@@ -115,7 +116,8 @@ Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const 
       req.node_rank, req.spec.command, to_env_list(allocation_env(req, inventory_, base)), req.spec.workdir}};
 }
 
-std::vector<std::string> Launcher::cgroup_for(const LaunchRequest& req, std::vector<std::string>& notes) const {
+std::vector<std::string> Launcher::cgroup_for(const LaunchRequest& req,
+                                              std::vector<std::string>& notes) const {
   if (!cgroups_) {
     note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + cgroup_unusable_);
     return {};
@@ -123,8 +125,7 @@ std::vector<std::string> Launcher::cgroup_for(const LaunchRequest& req, std::vec
   // Device rules only where the GPUs are real: an emulated node's indices name no /dev/nvidiaN.
   const bool real_gpus = inventory_.source == "nvml" || inventory_.source == "nvidia-smi";
   const std::string name = std::to_string(req.job_id) + "-" + req.alloc_id + "-" + req.local().name;
-  auto group = cgroups_->create(name, limits_for(req, inventory_),
-                                GpuAccess{real_gpus, req.local().gpus});
+  auto group = cgroups_->create(name, limits_for(req, inventory_), GpuAccess{real_gpus, req.local().gpus});
   if (!group) {
     note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + group.error().message);
     return {};
@@ -177,9 +178,14 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
 
   for (const auto& p : *plans) {
     const std::string base = (dir / ("rank-" + std::to_string(p.rank))).string();
-    SpawnSpec spec{p.argv,        p.env,         p.workdir.empty() ? dir.string() : p.workdir,
-                   base + ".out", base + ".err", *creds,
-                   procs_fds,     options_.job_umask};
+    SpawnSpec spec{p.argv,
+                   p.env,
+                   p.workdir.empty() ? dir.string() : p.workdir,
+                   base + ".out",
+                   base + ".err",
+                   *creds,
+                   procs_fds,
+                   options_.job_umask};
     auto spawned = spawn_process(spec);
     if (!spawned) {
       kill_started(rec.ranks);

@@ -17,8 +17,8 @@
 
 #include "agent/discovery/inventory.hpp"
 #include "agent/launch/cgroup.hpp"
-#include "agent/launch/request.hpp"
 #include "agent/launch/process.hpp"
+#include "agent/launch/request.hpp"
 #include "agent/state/alloc_state.hpp"
 #include "common/result.hpp"
 

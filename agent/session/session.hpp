@@ -46,8 +46,8 @@ struct SessionOptions {
   std::vector<std::string> nodes;
   std::string emulate;  // built-in profile; "" = probe the hardware (fallback: none)
   bool allow_root_jobs = false;
-  bool cgroups = true;           // per-allocation cgroups with limits (agent/launch/cgroup.hpp)
-  std::string cgroup_parent;     // inside each hierarchy; "" = the agent's own group
+  bool cgroups = true;        // per-allocation cgroups with limits (agent/launch/cgroup.hpp)
+  std::string cgroup_parent;  // inside each hierarchy; "" = the agent's own group
   std::optional<mode_t> job_umask = 077;
   std::string exec_helper;  // "" = railyard-agent-exec next to this executable
   std::string mpirun = "mpirun";

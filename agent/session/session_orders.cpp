@@ -89,7 +89,8 @@ void Session::on_launch(const json& msg) {
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
     // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
     std::vector<std::string> notes;  // logged by the launcher
-    AllocRecord rec{req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, n->launcher->cgroup_for(*req, notes), {}};
+    AllocRecord rec{
+        req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, n->launcher->cgroup_for(*req, notes), {}};
     if (auto s = n->allocs_store->put(rec); !s) log(s.error().message);
     n->supervisor->hold(std::move(rec));
     n->allocs.emplace(req->alloc_id, std::move(a));
@@ -165,7 +166,8 @@ void Session::on_exec(const json& msg) {
   for (const auto& r : n->supervisor->records())
     if (r.alloc_id == alloc)
       for (const auto& g : r.cgroups)
-        if (const int fd = open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC); fd >= 0) procs_fds.push_back(fd);
+        if (const int fd = open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC); fd >= 0)
+          procs_fds.push_back(fd);
   EnvMap env = environ_map();
   // What railyard-agent-exec sets for a host when it runs the command itself (see exec_main.cpp).
   env["OMPI_MCA_btl_vader_backing_directory"] = vader.string();

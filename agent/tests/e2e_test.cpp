@@ -263,7 +263,6 @@ TEST_F(AgentE2E, KilledAgentMeansNodeFail) {
   for (pid_t pid : sleeps_with(marker)) kill(pid, SIGKILL);  // n2's orphans (a real node went with its agent)
 }
 
-
 // Issue 32: a job past its --mem is OOM-killed by the kernel inside its allocation's cgroup and ends
 // OUT_OF_MEMORY; its nodes stay up and take the next job. Skips where the agents cannot make cgroups.
 TEST_F(AgentE2E, JobPastItsMemoryEndsOutOfMemoryAndTheNodesStayUp) {

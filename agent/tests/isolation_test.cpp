@@ -29,7 +29,8 @@ class Isolation : public testing::LaunchFixture {
     auto d = detect_cgroup_driver(CgroupSetup{});
     if (!d) GTEST_SKIP() << "no usable cgroup hierarchy: " << d.error().message;
     auto probe = (*d)->create("probe-" + std::to_string(getpid()), ResourceLimits{64LL << 20}, GpuAccess{});
-    if (!probe) GTEST_SKIP() << "cannot create a cgroup with (" << (*d)->describe() << "): " << probe.error().message;
+    if (!probe)
+      GTEST_SKIP() << "cannot create a cgroup with (" << (*d)->describe() << "): " << probe.error().message;
     remove_cgroup(*probe);
   }
   static LaunchRequest with_memory(LaunchRequest r, long long bytes) {
@@ -84,7 +85,8 @@ TEST_F(Isolation, JobUnderItsMemoryLimitCompletes) {
 TEST_F(Isolation, LimitIsInForceWhileTheJobRunsAndTheGroupGoesAfterwards) {
   need_cgroups();
   auto l = launcher();
-  auto started = l.launch(with_memory(request("live", 2, "cat /proc/self/cgroup; exec sleep 30"), 96LL << 20));
+  auto started =
+      l.launch(with_memory(request("live", 2, "cat /proc/self/cgroup; exec sleep 30"), 96LL << 20));
   ASSERT_TRUE(started) << started.error().message;
   const auto& groups = started->record.cgroups;
   ASSERT_FALSE(groups.empty());

@@ -1,7 +1,6 @@
 #include "agent/launch/plan.hpp"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -126,13 +125,15 @@ TEST(Cgroup, V2LimitsWrittenToTheGroup) {
 
 TEST(Cgroup, V1LimitsWrittenToEachHierarchy) {
   testing::TempDir root;
-  const fs::path mem = root.path() / "memory" / "agent", cpu = root.path() / "cpu", pids = root.path() / "pids";
+  const fs::path mem = root.path() / "memory" / "agent", cpu = root.path() / "cpu",
+                 pids = root.path() / "pids";
   auto driver = make_cgroup_v1({{"memory", mem}, {"cpu", cpu}, {"pids", pids}}, root.path() / "dev");
   auto group = driver->create("7-a7", ResourceLimits{1LL << 30, 1.5, 2.0, 64}, GpuAccess{});
   ASSERT_TRUE(group) << group.error().message;
   ASSERT_EQ(group->size(), 3u);
   EXPECT_EQ(group->front(), (mem / "railyard" / "7-a7").string());  // memory first
-  EXPECT_EQ(testing::read_file(mem / "railyard" / "7-a7" / "memory.limit_in_bytes"), std::to_string(1LL << 30));
+  EXPECT_EQ(testing::read_file(mem / "railyard" / "7-a7" / "memory.limit_in_bytes"),
+            std::to_string(1LL << 30));
   EXPECT_EQ(testing::read_file(cpu / "railyard" / "7-a7" / "cpu.cfs_quota_us"), "150000");
   EXPECT_EQ(testing::read_file(cpu / "railyard" / "7-a7" / "cpu.shares"), "2048");
   EXPECT_EQ(testing::read_file(pids / "railyard" / "7-a7" / "pids.max"), "64");
