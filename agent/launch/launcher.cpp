@@ -9,7 +9,6 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include "agent/launch/cgroup.hpp"
@@ -61,13 +60,10 @@ Launcher::Launcher(LauncherOptions options, Inventory inventory)
   } else {
     cgroup_unusable_ = d.error().message;
   }
-  // Once per process: an agent hosting many emulated nodes makes one Launcher per node.
-  static std::once_flag said;
-  std::call_once(said, [this] {
-    const std::string what =
-        cgroups_ ? "cgroups: " + cgroups_->describe() : "cgroups: none (" + cgroup_unusable_ + ")";
-    if (options_.log) options_.log(what);
-  });
+}
+
+std::string Launcher::cgroup_summary() const {
+  return cgroups_ ? "cgroups: " + cgroups_->describe() : "cgroups: none (" + cgroup_unusable_ + ")";
 }
 
 ResourceLimits limits_for(const LaunchRequest& req, const Inventory& inv) {

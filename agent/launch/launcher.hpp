@@ -57,6 +57,8 @@ class Launcher {
   // Creates the allocation directory: 0700 and the job user's when there is one.
   Status make_alloc_dir(const std::filesystem::path& dir, const std::optional<Credentials>& creds) const;
   const LauncherOptions& options() const { return options_; }
+  // "cgroups: cgroup v1 (memory at ...)" or "cgroups: none (why)": for the agent's start-up log.
+  std::string cgroup_summary() const;
 
  private:
   Result<std::vector<ProcessPlan>> plan(const LaunchRequest& request, const std::filesystem::path& dir) const;

@@ -6,8 +6,11 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -105,6 +108,37 @@ TEST_F(Isolation, LimitIsInForceWhileTheJobRunsAndTheGroupGoesAfterwards) {
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kCancelled);
   EXPECT_TRUE(all_gone(groups));
+}
+
+// GPU device rules with stand-ins for /dev/nvidiaN (the test makes character devices: its own GPU 2 is
+// /dev/urandom's 1:9, a foreign GPU 3 is /dev/full's 1:7): the job opens its own and is refused the other,
+// as root too (the devices controller binds every user). cgroup v1 only; skips without it or mknod.
+TEST_F(Isolation, JobOpensItsOwnGpuDeviceAndIsRefusedAnother) {
+  need_cgroups();
+  auto d = detect_cgroup_driver(CgroupSetup{});
+  if ((*d)->describe().find("devices at") == std::string::npos)
+    GTEST_SKIP() << "no devices controller in " << (*d)->describe();
+  const fs::path dev = dir_.path() / "dev";
+  fs::create_directories(dev);
+  if (mknod((dev / "nvidia2").c_str(), S_IFCHR | 0666, makedev(1, 9)) != 0 ||
+      mknod((dev / "nvidia3").c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0)
+    GTEST_SKIP() << "cannot mknod in " << dev << ": " << std::strerror(errno);
+  auto options = launcher_options();
+  options.cgroup.dev = dev;
+  auto inventory = *emulated_inventory("dgx-h100", "node0");
+  inventory.source = "nvml";  // device rules are written for real GPUs only
+  Launcher l(options, inventory);
+  const std::string d2 = (dev / "nvidia2").string(), d3 = (dev / "nvidia3").string();
+  auto started = l.launch(request("dev", 1,
+                                  "head -c 1 " + d2 + " >/dev/null && echo own; if (: > " + d3 +
+                                      ") 2>/dev/null; then echo foreign-opened; else echo foreign-refused; fi"));
+  ASSERT_TRUE(started) << started.error().message;
+  auto sup = supervisor();
+  sup.add(started->record);
+  auto o = testing::run_until_finished(sup, 10s);
+  ASSERT_TRUE(o.finished);
+  EXPECT_EQ(read_file(log("dev", 0)), "own\nforeign-refused\n");
+  EXPECT_EQ(gpu_deny_rules(dev, {2}), std::vector<std::string>{"c 1:7 rwm"});
 }
 
 // Runs as nobody; skips where the test is not root or there is no such user.
