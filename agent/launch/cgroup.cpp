@@ -60,14 +60,27 @@ Status make_dir(const fs::path& dir) {
   return ok();
 }
 
-Result<fs::path> make_fresh_dir(const fs::path& parent, const std::string& name) {
-  if (auto s = make_dir(parent); !s) return s.error();
+Result<std::vector<fs::path>> make_fresh_dirs(const std::vector<fs::path>& parents, const std::string& name) {
+  for (const auto& p : parents)
+    if (auto s = make_dir(p); !s) return s.error();
   for (int n = 0; n < 1000; ++n) {
-    const fs::path dir = parent / (n == 0 ? name : name + "." + std::to_string(n));
-    if (mkdir(dir.c_str(), 0755) == 0) return dir;
-    if (errno != EEXIST) return internal_error("cannot create " + dir.string() + ": " + std::strerror(errno));
+    const std::string leaf = n == 0 ? name : name + "." + std::to_string(n);
+    std::vector<fs::path> made;
+    int err = 0;
+    for (const auto& p : parents) {
+      if (mkdir((p / leaf).c_str(), 0755) != 0) {
+        err = errno;
+        break;
+      }
+      made.push_back(p / leaf);
+    }
+    if (made.size() == parents.size()) return made;
+    for (const auto& d : made) rmdir(d.c_str());
+    if (err != EEXIST)
+      return internal_error("cannot create " + (parents[made.size()] / leaf).string() + ": " +
+                            std::strerror(err));
   }
-  return internal_error("no free group name for " + name + " in " + parent.string());
+  return internal_error("no free group name for " + name + " under " + parents.front().string());
 }
 
 }  // namespace cgroup_detail
@@ -181,13 +194,16 @@ std::optional<long long> cgroup_memory_limit(const std::vector<std::string>& dir
   return std::nullopt;
 }
 
-void remove_cgroup(const std::vector<std::string>& dirs) {
+bool remove_cgroup(const std::vector<std::string>& dirs) {
   for (const auto& d : dirs) {
     std::ifstream procs(fs::path(d) / "cgroup.procs");
     for (pid_t pid = 0; procs >> pid;)
       if (pid > 1) kill(pid, SIGKILL);
   }
-  for (const auto& d : dirs) rmdir(d.c_str());  // a cgroup directory goes once empty; its files are virtual
+  bool gone = true;
+  for (const auto& d : dirs)  // a cgroup directory goes once empty; its files are virtual
+    if (rmdir(d.c_str()) != 0 && errno != ENOENT) gone = false;
+  return gone;
 }
 
 }  // namespace railyard::agent

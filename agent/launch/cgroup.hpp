@@ -72,8 +72,9 @@ long long cgroup_oom_kills(const std::vector<std::string>& dirs);
 // The memory limit in force (memory.max or memory.limit_in_bytes); nullopt when unlimited or unreadable.
 std::optional<long long> cgroup_memory_limit(const std::vector<std::string>& dirs);
 // SIGKILLs what is still in the group (processes that left their process group), then removes each
-// directory. Harmless when they are gone; a directory whose processes have not exited yet stays.
-void remove_cgroup(const std::vector<std::string>& dirs);
+// directory. True when every directory is gone; false while killed processes have not exited yet (the
+// kernel refuses to remove a group with members): call it again later.
+bool remove_cgroup(const std::vector<std::string>& dirs);
 
 // devices.deny lines ("c 195:3 rwm") for the /dev/nvidiaN character devices under `dev` not in `own`.
 std::vector<std::string> gpu_deny_rules(const std::filesystem::path& dev, const std::vector<int>& own);

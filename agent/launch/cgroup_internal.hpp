@@ -17,9 +17,11 @@ std::optional<std::string> read_control(const std::filesystem::path& file);
 std::optional<long long> keyed_value(const std::filesystem::path& file, const std::string& key);
 // mkdir -p; the error names the directory.
 Status make_dir(const std::filesystem::path& dir);
-// parent/name, or parent/name.1, .2, ... when taken: a group is never shared by two allocations (one agent
-// process can host several emulated nodes, several agents can share a parent), since removing one kills
-// what is in it.
-Result<std::filesystem::path> make_fresh_dir(const std::filesystem::path& parent, const std::string& name);
+// parent/name in each parent (one per hierarchy), or name.1, .2, ... where any of them is taken: a group
+// is never shared by two allocations in any hierarchy (one agent process can host several emulated nodes,
+// several agents can share a parent, a removed group's sibling in another hierarchy may linger), since
+// removing a group kills what is in it.
+Result<std::vector<std::filesystem::path>> make_fresh_dirs(const std::vector<std::filesystem::path>& parents,
+                                                           const std::string& name);
 
 }  // namespace railyard::agent::cgroup_detail

@@ -32,23 +32,14 @@ class CgroupV1Driver final : public CgroupDriver {
 
   Result<std::vector<std::string>> create(const std::string& name, const ResourceLimits& limits,
                                           const GpuAccess& gpus) const override {
+    std::vector<fs::path> bases;
+    for (const auto& [controller, parent] : parents_) bases.push_back(parent / "railyard");
+    auto made = make_fresh_dirs(bases, name);
+    if (!made) return made.error();
     std::vector<std::string> dirs;
-    std::string leaf = name;  // as the first (memory) hierarchy made it fresh; the others follow it
-    for (const auto& [controller, parent] : parents_) {
-      fs::path group = parent / "railyard" / leaf;
-      Status s = ok();
-      if (dirs.empty()) {
-        auto made = make_fresh_dir(parent / "railyard", name);
-        if (made)
-          group = *made, leaf = made->filename().string();
-        else
-          s = made.error();
-      } else {
-        s = make_dir(group);
-      }
-      if (s) dirs.push_back(group.string());
-      if (s) s = write_limits(controller, group, limits, gpus);
-      if (!s) {
+    for (const auto& d : *made) dirs.push_back(d.string());
+    for (size_t i = 0; i < parents_.size(); ++i) {
+      if (auto s = write_limits(parents_[i].first, (*made)[i], limits, gpus); !s) {
         remove_cgroup(dirs);
         return s.error();
       }

@@ -33,9 +33,9 @@ class CgroupV2Driver final : public CgroupDriver {
       for (const char* c : {"+memory", "+cpu", "+pids"})
         (void)write_control(level / "cgroup.subtree_control", c);
     }
-    auto made = make_fresh_dir(base, name);
+    auto made = make_fresh_dirs({base}, name);
     if (!made) return made.error();
-    const fs::path group = *made;
+    const fs::path group = made->front();
     if (auto s = write_limits(group, limits); !s) {
       remove_cgroup({group.string()});
       return internal_error(s.error().message + " (are the controllers enabled in " + parent_.string() +

@@ -160,7 +160,7 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiv
     state = AllocState::kOutOfMemory;
   events.push_back(AllocationFinished{t.record.alloc_id, t.record.job_id, state, code});
   if (options_.allocs) options_.allocs->remove(t.record.alloc_id);
-  remove_cgroup(t.record.cgroups);
+  if (!remove_cgroup(t.record.cgroups)) cgroups_to_remove_.push_back(t.record.cgroups);
   return true;
 }
 
@@ -181,6 +181,7 @@ std::vector<SupervisorEvent> Supervisor::poll(GroupLiveness& groups) {
       ++it;
   }
   reaped_.clear();  // statuses of processes that were no rank: orphans, nothing to report
+  std::erase_if(cgroups_to_remove_, [](const auto& dirs) { return remove_cgroup(dirs); });
   return events;
 }
 

@@ -125,6 +125,8 @@ class Supervisor {
   std::vector<SupervisorEvent> pending_;  // RankStarted of add()
   std::map<pid_t, int> reaped_;           // wait statuses collected by reap_all_children, for this poll
   GroupLiveness groups_;                  // for poll() without a shared one
+  // Cgroups of finished allocations whose last (killed) members had not exited yet: retried each poll.
+  std::vector<std::vector<std::string>> cgroups_to_remove_;
 };
 
 }  // namespace railyard::agent

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/launch/cgroup.hpp"
 #include "agent/launch/proc.hpp"
 
 namespace railyard::agent {
@@ -118,6 +119,7 @@ Recovery AllocStore::recover() {
       continue;
     }
     out.removed.push_back(id);
+    if (record) (void)remove_cgroup(record->cgroups);  // its processes are gone: the group is empty
     journal_.drop(id);
   }
   return out;

@@ -88,8 +88,8 @@ TEST_F(Isolation, JobUnderItsMemoryLimitCompletes) {
 TEST_F(Isolation, LimitIsInForceWhileTheJobRunsAndTheGroupGoesAfterwards) {
   need_cgroups();
   auto l = launcher();
-  auto started =
-      l.launch(with_memory(request("live", 2, "cat /proc/self/cgroup; exec sleep 30"), 96LL << 20));
+  auto started = l.launch(
+      with_memory(request("live", 2, "setsid sleep 31 & cat /proc/self/cgroup; exec sleep 30"), 96LL << 20));
   ASSERT_TRUE(started) << started.error().message;
   const auto& groups = started->record.cgroups;
   ASSERT_FALSE(groups.empty());
@@ -107,6 +107,12 @@ TEST_F(Isolation, LimitIsInForceWhileTheJobRunsAndTheGroupGoesAfterwards) {
   auto o = testing::run_until_finished(sup, 10s);
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kCancelled);
+  // Each rank also left a process outside its process group (setsid): the group still held it, so it was
+  // killed through the group, which goes once those have exited (retried by later polls).
+  for (int i = 0; i < 500 && !all_gone(groups); ++i) {
+    sup.poll();
+    std::this_thread::sleep_for(10ms);
+  }
   EXPECT_TRUE(all_gone(groups));
 }
 
@@ -129,9 +135,10 @@ TEST_F(Isolation, JobOpensItsOwnGpuDeviceAndIsRefusedAnother) {
   inventory.source = "nvml";  // device rules are written for real GPUs only
   Launcher l(options, inventory);
   const std::string d2 = (dev / "nvidia2").string(), d3 = (dev / "nvidia3").string();
-  auto started = l.launch(request("dev", 1,
-                                  "head -c 1 " + d2 + " >/dev/null && echo own; if (: > " + d3 +
-                                      ") 2>/dev/null; then echo foreign-opened; else echo foreign-refused; fi"));
+  auto started =
+      l.launch(request("dev", 1,
+                       "head -c 1 " + d2 + " >/dev/null && echo own; if (: > " + d3 +
+                           ") 2>/dev/null; then echo foreign-opened; else echo foreign-refused; fi"));
   ASSERT_TRUE(started) << started.error().message;
   auto sup = supervisor();
   sup.add(started->record);

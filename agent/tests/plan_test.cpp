@@ -150,6 +150,12 @@ TEST(Cgroup, NoTwoAllocationsShareAGroup) {
   EXPECT_EQ(fs::path(a->front()).filename(), "5-x-node0");
   EXPECT_EQ(fs::path(b->front()).filename(), "5-x-node0.1");
   EXPECT_EQ(fs::path(b->back()).filename(), "5-x-node0.1");  // every hierarchy follows the first
+  // A name left behind in one hierarchy only (its memory sibling removed) is not reused either.
+  fs::create_directories(root.path() / "p" / "railyard" / "6-y-node0");
+  auto c = driver->create("6-y-node0", ResourceLimits{}, GpuAccess{});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(fs::path(c->front()).filename(), "6-y-node0.1");
+  EXPECT_FALSE(fs::exists(root.path() / "m" / "railyard" / "6-y-node0"));  // the first try was undone
 }
 
 TEST(Cgroup, OomKillsCountedFromEitherMechanism) {
