@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -186,7 +187,9 @@ std::optional<long long> cgroup_memory_limit(const std::vector<std::string>& dir
       auto v = read_control(fs::path(d) / f);
       if (!v) continue;
       if (*v == "max") return std::nullopt;
-      const long long bytes = std::stoll(*v);
+      char* end = nullptr;
+      const long long bytes = std::strtoll(v->c_str(), &end, 10);
+      if (end == v->c_str()) return std::nullopt;
       // v1 reports "unlimited" as the largest page-aligned long
       return bytes >= (1LL << 62) ? std::nullopt : std::optional<long long>(bytes);
     }
