@@ -40,6 +40,9 @@ struct Flags {
   std::string emulate;
   std::string state_dir = "/var/lib/railyard-agent";
   bool allow_root_jobs = false;
+  bool no_cgroups = false;
+  std::string cgroup_parent;
+  std::string job_umask = "077";
   double grace_s = 10;
   std::string exec_helper;
   std::string mpirun = "mpirun";
@@ -186,6 +189,9 @@ int run(const Flags& f) {
   o.state_dir = std::filesystem::absolute(f.state_dir);  // workers run in their own directories
   o.emulate = f.emulate;
   o.allow_root_jobs = f.allow_root_jobs;
+  o.cgroups = !f.no_cgroups;
+  o.cgroup_parent = f.cgroup_parent;
+  o.job_umask = static_cast<mode_t>(std::stoul(f.job_umask, nullptr, 8) & 0777);
   o.exec_helper = f.exec_helper;
   o.mpirun = f.mpirun;
   o.grace = duration_cast<milliseconds>(duration<double>(f.grace_s));
@@ -257,6 +263,17 @@ int main(int argc, char** argv) {
                  "emulated node profile (dgx-h100, dgx-a100, ...) instead of probing");
   app.add_option("--state-dir", f.state_dir, "state directory (allocations, logs)")->capture_default_str();
   app.add_flag("--allow-root-jobs", f.allow_root_jobs, "as root, run jobs without a known user as root");
+  app.add_flag("--no-cgroups", f.no_cgroups,
+               "run jobs without per-allocation cgroups (no memory/CPU limits)");
+  app.add_option("--cgroup-parent", f.cgroup_parent,
+                 "cgroup (in each hierarchy) under which allocation groups go; default: the agent's own");
+  app.add_option("--job-umask", f.job_umask, "octal umask of job processes")
+      ->capture_default_str()
+      ->check([](const std::string& v) {
+        return v.find_first_not_of("01234567") == std::string::npos && !v.empty() && v.size() <= 4
+                   ? std::string()
+                   : std::string("an octal umask such as 077 or 027");
+      });
   app.add_option("--grace", f.grace_s, "seconds between SIGTERM and SIGKILL")->capture_default_str();
   app.add_option("--exec-helper", f.exec_helper, "railyard-agent-exec (default: next to this program)");
   app.add_option("--mpirun", f.mpirun, "mpirun to use for mpi jobs")->capture_default_str();

@@ -23,12 +23,33 @@ struct SubmitOptions {
   int gpus = 0;
   int nodes = 0;
   int gpus_per_node = 0;
+  std::string mem;  // Slurm's --mem: 512, 512M, 4G, 1T (MiB without a unit)
   std::string name, time, qos, launcher, gpu_type, target, project, workdir, array;
   std::vector<std::string> dependency;  // one per -d; all must hold
   bool requeue = false;
   bool wait = false;
   double poll_s = 1.0;
 };
+
+// Slurm's --mem text in MiB: a number with an optional K, M, G or T suffix (no suffix = M).
+int parse_mem_mb(const std::string& text) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "M" || unit == "m" ? 1
+                       : unit == "G" || unit == "g"               ? 1024
+                       : unit == "T" || unit == "t"               ? 1024.0 * 1024
+                       : unit == "K" || unit == "k"               ? 1.0 / 1024
+                                                                  : -1;
+  const double mb = v * scale;
+  if (v <= 0 || scale < 0 || mb < 1 || mb > 2147483647.0)
+    fail_usage("--mem \"" + text + "\": give memory per node as 512, 512M, 4G or 1T");
+  return static_cast<int>(mb);
+}
 
 std::string read_file_or_fail(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -97,6 +118,7 @@ Json build_spec(const SubmitOptions& o, const CLI::App& cmd) {
   if (!o.name.empty()) spec["name"] = o.name;
   else if (!spec.contains("name") && !command.empty()) spec["name"] = fs::path(command[0]).filename().string();
   if (!o.time.empty()) spec["time_limit"] = o.time;
+  if (!o.mem.empty()) spec["mem_mb"] = parse_mem_mb(o.mem);
   if (!o.qos.empty()) spec["qos"] = o.qos;
   if (!o.launcher.empty()) spec["launcher"] = o.launcher;
   if (!o.gpu_type.empty()) spec["gpu_type"] = o.gpu_type;
@@ -151,6 +173,9 @@ void add_submit_command(CLI::App& app) {
   cmd->add_option("--nodes", o->nodes, "Exactly this many nodes (with --gpus-per-node)")->check(at_least(1));
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node")->check(at_least(1));
   cmd->add_option("--name", o->name, "Job name (default: the command's or file's name)");
+  cmd->add_option("--mem", o->mem,
+                  "Memory per node (512, 512M, 4G); past it the job is killed and ends OUT_OF_MEMORY. "
+                  "Default: the node's memory times the job's share of its GPUs");
   cmd->add_option("--time", o->time, "Time limit: 2h, 90m, 1-00:00:00, HH:MM:SS (default 1h)");
   cmd->add_option("--qos", o->qos, "Quality of service")->check(CLI::IsMember({"high", "normal", "scavenger"}));
   cmd->add_option("--launcher", o->launcher, "env: torchrun-style ranks; mpi: mpirun; none: once per node")

@@ -19,7 +19,7 @@ long parse_job_id(const std::string& text) {
 bool job_is_final(const nlohmann::json& job) {
   const std::string state = job.value("state", "");
   const bool requeue = job.contains("spec") && job["spec"].is_object() && job["spec"].value("requeue", false);
-  if (state == "COMPLETED" || state == "CANCELLED" || state == "TIMEOUT") return true;
+  if (state == "COMPLETED" || state == "CANCELLED" || state == "TIMEOUT" || state == "OUT_OF_MEMORY") return true;
   if (state == "FAILED" || state == "NODE_FAIL") return !requeue;
   return false;
 }

@@ -11,7 +11,7 @@ namespace railyard::cli {
 
 // "12" → 12; anything else fails the command with exit 2.
 long parse_job_id(const std::string& text);
-// COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL (a FAILED/NODE_FAIL/PREEMPTED job with
+// COMPLETED, FAILED, CANCELLED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL (a FAILED/NODE_FAIL/PREEMPTED job with
 // spec.requeue set is not final: it comes back as PENDING).
 bool job_is_final(const nlohmann::json& job);
 // The exit code `submit --wait` ends with: the job's exit code, 1 for a failure without one, 0 when done.

@@ -34,7 +34,8 @@ std::string paint(const std::string& text, Color color) {
 Color state_color(const std::string& s) {
   if (s == "RUNNING" || s == "COMPLETED" || s == "up") return Color::kGreen;
   if (s == "PENDING" || s == "HELD" || s == "STARTING" || s == "drain" || s == "draining") return Color::kYellow;
-  if (s == "FAILED" || s == "NODE_FAIL" || s == "TIMEOUT" || s == "down") return Color::kRed;
+  if (s == "FAILED" || s == "NODE_FAIL" || s == "TIMEOUT" || s == "OUT_OF_MEMORY" || s == "down")
+    return Color::kRed;
   if (s == "CANCELLED" || s == "PREEMPTED") return Color::kGray;
   return Color::kNone;
 }

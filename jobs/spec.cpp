@@ -26,7 +26,7 @@ constexpr std::array<std::pair<Launcher, std::string_view>, 3> kLaunchers = {
     {{Launcher::kNone, "none"}, {Launcher::kEnv, "env"}, {Launcher::kMpi, "mpi"}}};
 constexpr std::array<std::pair<Layout, std::string_view>, 3> kLayouts = {
     {{Layout::kAuto, "auto"}, {Layout::kPack, "pack"}, {Layout::kSpread, "spread"}}};
-constexpr std::array<std::pair<JobState, std::string_view>, 10> kStates = {{
+constexpr std::array<std::pair<JobState, std::string_view>, 11> kStates = {{
     {JobState::kPending, "PENDING"},
     {JobState::kHeld, "HELD"},
     {JobState::kStarting, "STARTING"},
@@ -37,6 +37,7 @@ constexpr std::array<std::pair<JobState, std::string_view>, 10> kStates = {{
     {JobState::kTimeout, "TIMEOUT"},
     {JobState::kNodeFail, "NODE_FAIL"},
     {JobState::kPreempted, "PREEMPTED"},
+    {JobState::kOutOfMemory, "OUT_OF_MEMORY"},
 }};
 
 constexpr std::array<std::pair<Dependency::Type, std::string_view>, 4> kDependencyTypes = {
@@ -81,7 +82,8 @@ bool is_terminal(JobState s) {
     case JobState::kCancelled:
     case JobState::kTimeout:
     case JobState::kNodeFail:
-    case JobState::kPreempted: return true;
+    case JobState::kPreempted:
+    case JobState::kOutOfMemory: return true;
     default: return false;
   }
 }

@@ -22,7 +22,8 @@ enum class Layout { kAuto, kPack, kSpread };  // pack: fewest nodes/leaves; spre
 
 // Lifecycle. PENDING -> STARTING -> RUNNING -> one end state; requeue takes an ended or running job back to
 // PENDING (preemption, NODE_FAIL with requeue, FAILED with requeue).
-enum class JobState { kPending, kHeld, kStarting, kRunning, kCompleted, kFailed, kCancelled, kTimeout, kNodeFail, kPreempted };
+enum class JobState { kPending, kHeld, kStarting, kRunning, kCompleted, kFailed, kCancelled, kTimeout, kNodeFail, kPreempted,
+                      kOutOfMemory };
 
 std::string_view to_string(JobKind k);
 std::string_view to_string(Qos q);
@@ -75,6 +76,9 @@ struct JobSpec {
   std::vector<std::string> features;  // node features every node must have (partition-like)
   Layout layout = Layout::kAuto;
   bool exclusive = false;       // whole nodes even for a sub-node job
+  // Memory per node in MiB, enforced by the agent's cgroup (past it the kernel OOM-kills: OUT_OF_MEMORY);
+  // 0 = the node's memory times the job's share of the node's GPUs.
+  int mem_mb = 0;
 
   int64_t time_limit_s = 3600;  // 0 = none (services)
   Qos qos = Qos::kNormal;

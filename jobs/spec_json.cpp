@@ -249,7 +249,7 @@ struct Field {
   FieldReader read;
 };
 
-const std::array<Field, 28> kFields = {{
+const std::array<Field, 29> kFields = {{
     {"name", string_field<&JobSpec::name>},
     {"user", string_field<&JobSpec::user>},
     {"project", string_field<&JobSpec::project>},
@@ -263,6 +263,7 @@ const std::array<Field, 28> kFields = {{
     {"features", features_field},
     {"layout", enum_field<&JobSpec::layout, kLayoutNames, parse_layout>},
     {"exclusive", bool_field<&JobSpec::exclusive>},
+    {"mem_mb", int_field<&JobSpec::mem_mb>},
     {"time_limit", read_time_limit},
     {"qos", enum_field<&JobSpec::qos, kQosNames, parse_qos>},
     {"priority", int_field<&JobSpec::priority>},
@@ -280,8 +281,8 @@ const std::array<Field, 28> kFields = {{
     {"array_task", int_field<&JobSpec::array_task>},
 }};
 
-const std::array<std::string_view, 28> kFieldNames = [] {
-  std::array<std::string_view, 28> names{};
+const std::array<std::string_view, 29> kFieldNames = [] {
+  std::array<std::string_view, 29> names{};
   for (size_t i = 0; i < kFields.size(); ++i) names[i] = kFields[i].name;
   return names;
 }();
@@ -513,6 +514,7 @@ nlohmann::json to_json(const JobSpec& s) {
       {"requeue", s.requeue},
       {"afterok", s.afterok},
   };
+  if (s.mem_mb != 0) j["mem_mb"] = s.mem_mb;
   if (s.target) j["target"] = {{"metric", s.target->metric}, {"value", s.target->value}};
   if (!s.after.empty()) {
     json after = json::array();
@@ -618,6 +620,10 @@ std::string to_json_text(const JobSpec& s) {
   put_string(out, to_string(s.launcher));
   out += ",\"layout\":";
   put_string(out, to_string(s.layout));
+  if (s.mem_mb != 0) {
+    out += ",\"mem_mb\":";
+    put_int(out, s.mem_mb);
+  }
   out += ",\"mig\":";
   put_string(out, s.mig);
   out += ",\"name\":";

@@ -253,6 +253,7 @@ JobSpec full_spec() {
   s.mig = "3g.40gb";
   s.features = {"nvme", "ib-hdr"};
   s.layout = Layout::kSpread;
+  s.mem_mb = 65536;
   s.time_limit_s = 0;
   s.qos = Qos::kScavenger;
   s.priority = -20;

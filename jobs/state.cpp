@@ -9,7 +9,7 @@ namespace {
 using S = JobState;
 using E = JobEvent;
 
-constexpr std::array<StateTransition, 23> kTransitions = {{
+constexpr std::array<StateTransition, 25> kTransitions = {{
     {S::kPending, E::kPlaced, S::kStarting},
     {S::kPending, E::kHeld, S::kHeld},
     {S::kPending, E::kCancelled, S::kCancelled},
@@ -22,6 +22,7 @@ constexpr std::array<StateTransition, 23> kTransitions = {{
     {S::kStarting, E::kExitedFail, S::kFailed},
     {S::kStarting, E::kCancelled, S::kCancelled},
     {S::kStarting, E::kTimedOut, S::kTimeout},
+    {S::kStarting, E::kOutOfMemory, S::kOutOfMemory},
     {S::kStarting, E::kNodeFailed, S::kNodeFail},
     {S::kStarting, E::kPreempted, S::kPreempted},
     {S::kStarting, E::kRequeued, S::kPending},
@@ -29,6 +30,7 @@ constexpr std::array<StateTransition, 23> kTransitions = {{
     {S::kRunning, E::kExitedFail, S::kFailed},
     {S::kRunning, E::kCancelled, S::kCancelled},
     {S::kRunning, E::kTimedOut, S::kTimeout},
+    {S::kRunning, E::kOutOfMemory, S::kOutOfMemory},
     {S::kRunning, E::kNodeFailed, S::kNodeFail},
     {S::kRunning, E::kPreempted, S::kPreempted},
     {S::kRunning, E::kRequeued, S::kPending},
@@ -37,13 +39,14 @@ constexpr std::array<StateTransition, 23> kTransitions = {{
     {S::kPreempted, E::kRequeued, S::kPending},
 }};
 
-constexpr std::array<std::pair<JobEvent, std::string_view>, 11> kEventNames = {{
+constexpr std::array<std::pair<JobEvent, std::string_view>, 12> kEventNames = {{
     {E::kPlaced, "placed"},
     {E::kAllRanksRunning, "all_ranks_running"},
     {E::kExitedOk, "exited_ok"},
     {E::kExitedFail, "exited_fail"},
     {E::kCancelled, "cancelled"},
     {E::kTimedOut, "timed_out"},
+    {E::kOutOfMemory, "out_of_memory"},
     {E::kNodeFailed, "node_failed"},
     {E::kPreempted, "preempted"},
     {E::kRequeued, "requeued"},

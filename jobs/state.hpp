@@ -2,7 +2,9 @@
 //
 //   PENDING --placed--> STARTING --all_ranks_running--> RUNNING
 //   STARTING|RUNNING --exited_ok--> COMPLETED, --exited_fail--> FAILED, --timed_out--> TIMEOUT,
-//                    --node_failed--> NODE_FAIL, --preempted--> PREEMPTED
+//                    --node_failed--> NODE_FAIL, --preempted--> PREEMPTED,
+//                    --out_of_memory--> OUT_OF_MEMORY (the kernel OOM-killed a process in the job's cgroup:
+//                                       the job's failure, not the node's; never requeued, it would again)
 //   PENDING|HELD|STARTING|RUNNING --cancelled--> CANCELLED
 //   FAILED|NODE_FAIL|PREEMPTED|STARTING|RUNNING --requeued--> PENDING
 //   PENDING --held--> HELD --released--> PENDING
@@ -28,6 +30,7 @@ enum class JobEvent {
   kExitedFail,       // a rank exited non-zero or failed to launch
   kCancelled,        // a user or admin cancelled
   kTimedOut,         // the time limit passed
+  kOutOfMemory,      // a process went past the job's memory limit and the kernel killed it
   kNodeFailed,       // a node of the allocation died or lost contact
   kPreempted,        // the scheduler took the GPUs for higher-priority work
   kRequeued,         // back to the queue (requeue policy, or preemption with requeue)

@@ -11,12 +11,12 @@ namespace {
 using S = JobState;
 using E = JobEvent;
 
-constexpr std::array<S, 10> kAllStates = {S::kPending,   S::kHeld,     S::kStarting,  S::kRunning,
+constexpr std::array<S, 11> kAllStates = {S::kPending,   S::kHeld,     S::kStarting,  S::kRunning,
                                           S::kCompleted, S::kFailed,   S::kCancelled, S::kTimeout,
-                                          S::kNodeFail,  S::kPreempted};
-constexpr std::array<E, 11> kAllEvents = {
-    E::kPlaced,     E::kAllRanksRunning, E::kExitedOk, E::kExitedFail, E::kCancelled, E::kTimedOut,
-    E::kNodeFailed, E::kPreempted,       E::kRequeued, E::kHeld,       E::kReleased};
+                                          S::kNodeFail,  S::kPreempted, S::kOutOfMemory};
+constexpr std::array<E, 12> kAllEvents = {
+    E::kPlaced,     E::kAllRanksRunning, E::kExitedOk, E::kExitedFail, E::kCancelled,   E::kTimedOut,
+    E::kNodeFailed, E::kPreempted,       E::kRequeued, E::kHeld,       E::kReleased,    E::kOutOfMemory};
 
 // The whole allowed table, written out independently of state.cpp.
 const std::set<std::tuple<S, E, S>> kExpected = {
@@ -25,6 +25,7 @@ const std::set<std::tuple<S, E, S>> kExpected = {
     {S::kHeld, E::kCancelled, S::kCancelled},     {S::kStarting, E::kAllRanksRunning, S::kRunning},
     {S::kStarting, E::kExitedOk, S::kCompleted},  {S::kStarting, E::kExitedFail, S::kFailed},
     {S::kStarting, E::kCancelled, S::kCancelled}, {S::kStarting, E::kTimedOut, S::kTimeout},
+    {S::kStarting, E::kOutOfMemory, S::kOutOfMemory}, {S::kRunning, E::kOutOfMemory, S::kOutOfMemory},
     {S::kStarting, E::kNodeFailed, S::kNodeFail}, {S::kStarting, E::kPreempted, S::kPreempted},
     {S::kStarting, E::kRequeued, S::kPending},    {S::kRunning, E::kExitedOk, S::kCompleted},
     {S::kRunning, E::kExitedFail, S::kFailed},    {S::kRunning, E::kCancelled, S::kCancelled},

@@ -62,6 +62,7 @@ void check_kind_and_limits(const JobSpec& s, Problems& p) {
     p.push_back(field_eq("time_limit", s.time_limit_s) + ": longer than the 3650-day maximum");
   else if (s.kind == JobKind::kBatch && s.time_limit_s == 0)
     p.push_back("time_limit: a batch job needs a limit > 0 (only services may run without one)");
+  if (s.mem_mb < 0) p.push_back(field_eq("mem_mb", s.mem_mb) + ": must be >= 0 MiB (0 means the GPU share)");
   if (s.priority < kMinPriority || s.priority > kMaxPriority)
     p.push_back(field_eq("priority", s.priority) + ": must be between " + std::to_string(kMinPriority) +
                 " and " + std::to_string(kMaxPriority));

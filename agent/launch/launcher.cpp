@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "agent/launch/cgroup.hpp"
 #include "agent/launch/plan.hpp"
@@ -51,6 +53,30 @@ std::string default_exec_helper() {
 Launcher::Launcher(LauncherOptions options, Inventory inventory)
     : options_(std::move(options)), inventory_(std::move(inventory)) {
   if (options_.exec_helper.empty()) options_.exec_helper = default_exec_helper();
+  if (!options_.cgroups) {
+    cgroup_unusable_ = "disabled (--no-cgroups)";
+  } else if (auto d = detect_cgroup_driver(options_.cgroup)) {
+    cgroups_ = std::move(*d);
+  } else {
+    cgroup_unusable_ = d.error().message;
+  }
+}
+
+std::string Launcher::cgroup_summary() const {
+  return cgroups_ ? "cgroups: " + cgroups_->describe() : "cgroups: none (" + cgroup_unusable_ + ")";
+}
+
+ResourceLimits limits_for(const LaunchRequest& req, const Inventory& inv) {
+  ResourceLimits l = req.limits;
+  const int local = req.local().slots();
+  const double share = inv.gpu_count > 0 && local > 0 ? std::min(1.0, double(local) / inv.gpu_count) : 0;
+  if (!l.memory_bytes && req.spec.mem_mb > 0) l.memory_bytes = static_cast<long long>(req.spec.mem_mb) << 20;
+  if (!l.memory_bytes && share > 0) {
+    const long long node = static_cast<long long>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+    if (node > 0) l.memory_bytes = static_cast<long long>(static_cast<double>(node) * share);
+  }
+  if (!l.cpu_share && share > 0) l.cpu_share = std::max(0.01, std::thread::hardware_concurrency() * share);
+  return l;
 }
 
 fs::path Launcher::alloc_dir(long long job_id, const std::string& alloc_id) const {
@@ -86,19 +112,32 @@ Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const 
       req.node_rank, req.spec.command, to_env_list(allocation_env(req, inventory_, base)), req.spec.workdir}};
 }
 
-std::string Launcher::cgroup_for(const LaunchRequest& req, std::vector<std::string>& notes) const {
-  if (!req.limits.memory_bytes && !req.limits.cpus) return "";
-  if (auto why = cgroup2_unusable(options_.cgroup_root)) {
-    note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + *why);
-    return "";
+std::vector<std::string> Launcher::cgroup_for(const LaunchRequest& req,
+                                              std::vector<std::string>& notes) const {
+  if (!cgroups_) {
+    note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + cgroup_unusable_);
+    return {};
   }
-  auto group =
-      create_cgroup(options_.cgroup_root, std::to_string(req.job_id) + "-" + req.alloc_id, req.limits);
+  // Device rules only where the GPUs are real: an emulated node's indices name no /dev/nvidiaN.
+  const bool real_gpus = inventory_.source == "nvml" || inventory_.source == "nvidia-smi";
+  const std::string name = std::to_string(req.job_id) + "-" + req.alloc_id + "-" + req.local().name;
+  auto group = cgroups_->create(name, limits_for(req, inventory_), GpuAccess{real_gpus, req.local().gpus});
   if (!group) {
     note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + group.error().message);
-    return "";
+    return {};
   }
-  return group->string();
+  return std::move(*group);
+}
+
+// Only the job's user may enter: its logs, hostfile and scratch files are its own.
+Status Launcher::make_alloc_dir(const fs::path& dir, const std::optional<Credentials>& creds) const {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return internal_error("cannot create " + dir.string() + ": " + ec.message());
+  if (creds && chown(dir.c_str(), creds->uid, creds->gid) != 0)
+    return internal_error("cannot chown " + dir.string());
+  if (creds && chmod(dir.c_str(), 0700) != 0) return internal_error("cannot chmod " + dir.string());
+  return ok();
 }
 
 Result<Launched> Launcher::launch(const LaunchRequest& req) {
@@ -106,11 +145,7 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
   auto creds = resolve_job_user(req.spec.user, options_.allow_root_jobs);
   if (!creds) return creds.error();
   const fs::path dir = alloc_dir(req.job_id, req.alloc_id);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return internal_error("cannot create " + dir.string() + ": " + ec.message());
-  if (*creds && chown(dir.c_str(), (*creds)->uid, (*creds)->gid) != 0)
-    return internal_error("cannot chown " + dir.string());
+  if (auto s = make_alloc_dir(dir, *creds); !s) return s.error();
   auto plans = plan(req, dir);
   if (!plans) return plans.error();
 
@@ -122,25 +157,42 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
   rec.started_unix_ms = unix_ms_now();
   const auto limit = req.time_limit.value_or(std::chrono::seconds(req.spec.time_limit_s));
   rec.deadline_unix_ms = limit.count() > 0 ? rec.started_unix_ms + limit.count() : 0;
-  rec.cgroup = cgroup_for(req, out.notes);
-  const int procs_fd =
-      rec.cgroup.empty() ? -1 : open((rec.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  rec.cgroups = cgroup_for(req, out.notes);
+  std::vector<int> procs_fds;
+  auto close_fds = [&procs_fds] {
+    for (int fd : procs_fds) close(fd);
+  };
+  for (const auto& g : rec.cgroups) {
+    const int fd = open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      close_fds();
+      remove_cgroup(rec.cgroups);
+      return internal_error("cannot open " + g + "/cgroup.procs");
+    }
+    procs_fds.push_back(fd);
+  }
 
   for (const auto& p : *plans) {
     const std::string base = (dir / ("rank-" + std::to_string(p.rank))).string();
-    SpawnSpec spec{p.argv,        p.env,         p.workdir.empty() ? dir.string() : p.workdir,
-                   base + ".out", base + ".err", *creds,
-                   procs_fd};
+    SpawnSpec spec{p.argv,
+                   p.env,
+                   p.workdir.empty() ? dir.string() : p.workdir,
+                   base + ".out",
+                   base + ".err",
+                   *creds,
+                   procs_fds,
+                   options_.job_umask};
     auto spawned = spawn_process(spec);
     if (!spawned) {
       kill_started(rec.ranks);
-      if (procs_fd >= 0) close(procs_fd);
+      close_fds();
+      remove_cgroup(rec.cgroups);
       return spawned.error();
     }
     rec.ranks.push_back(RankRecord{p.rank, spawned->pid, spawned->pgid, spawned->start_ticks,
                                    spec.stdout_path, spec.stderr_path});
   }
-  if (procs_fd >= 0) close(procs_fd);
+  close_fds();
   if (auto s = options_.allocs ? options_.allocs->put(rec) : invalid("no allocation store"); !s)
     note(out.notes, s.error().message + " (recovery after a restart will miss " + rec.alloc_id + ")");
   return out;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +42,9 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0) fail();
   const int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) fail();
-  if (spec.cgroup_procs_fd >= 0 && write(spec.cgroup_procs_fd, "0", 1) != 1) fail();
+  for (int fd : spec.cgroup_procs_fds)
+    if (write(fd, "0", 1) != 1) fail();
+  if (spec.umask) umask(*spec.umask);
   if (const auto& c = spec.credentials) {
     if (setgroups(c->groups.size(), c->groups.data()) != 0 || setgid(c->gid) != 0 || setuid(c->uid) != 0)
       fail();
@@ -61,8 +64,14 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   child_fail(report_fd);
 }
 
-int open_log(const std::string& path) {
-  return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+// Owned by the job's user (who may read them and nobody else); the scheduler reads them through the agent.
+int open_log(const std::string& path, const std::optional<Credentials>& owner) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, owner ? 0600 : 0644);
+  if (fd >= 0 && owner && fchown(fd, owner->uid, owner->gid) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // The common case (no identity change, no cgroup) through posix_spawn, which glibc runs as
@@ -96,7 +105,7 @@ Result<pid_t> spawn_light(const SpawnSpec& spec, int out_fd, int err_fd, char** 
   return pid;
 }
 
-// fork + child_exec, for what posix_spawn cannot do (drop privileges, join a cgroup).
+// fork + child_exec, for what posix_spawn cannot do (drop privileges, join a cgroup, set a umask).
 Result<pid_t> spawn_forked(const SpawnSpec& spec, int out_fd, int err_fd, char** argv, char** envp) {
   int report[2] = {-1, -1};
   if (pipe2(report, O_CLOEXEC) != 0) return internal_error(std::string("pipe: ") + std::strerror(errno));
@@ -147,8 +156,8 @@ Result<std::optional<Credentials>> resolve_job_user(const std::string& user, boo
 
 Result<Spawned> spawn_process(const SpawnSpec& spec) {
   if (spec.argv.empty()) return invalid("empty command");
-  const int out_fd = open_log(spec.stdout_path);
-  const int err_fd = open_log(spec.stderr_path);
+  const int out_fd = open_log(spec.stdout_path, spec.credentials);
+  const int err_fd = open_log(spec.stderr_path, spec.credentials);
   if (out_fd < 0 || err_fd < 0) {
     const std::string why = std::strerror(errno);
     for (int fd : {out_fd, err_fd})
@@ -157,7 +166,7 @@ Result<Spawned> spawn_process(const SpawnSpec& spec) {
   }
   auto argv = c_strings(spec.argv);
   auto envp = c_strings(spec.env);
-  const bool light = !spec.credentials && spec.cgroup_procs_fd < 0;
+  const bool light = !spec.credentials && spec.cgroup_procs_fds.empty() && !spec.umask;
   auto pid = light ? spawn_light(spec, out_fd, err_fd, argv.data(), envp.data())
                    : spawn_forked(spec, out_fd, err_fd, argv.data(), envp.data());
   for (int fd : {out_fd, err_fd}) close(fd);

@@ -1,7 +1,7 @@
 // Starting one worker process: a new session (so the process and everything it forks share one process
 // group the supervisor can signal), stdout/stderr to files, working directory, environment, optional
 // cgroup and dropped privileges, then exec. posix_spawn (vfork-like: no copy of the agent's page tables)
-// when neither a cgroup nor another user is involved, else fork. Exec failures come back as errors
+// when neither a cgroup, another user nor a umask is involved, else fork. Exec failures come back as errors
 // (posix_spawn's result, or a CLOEXEC pipe carrying the child's errno), not as a process that exits 127.
 #pragma once
 
@@ -35,7 +35,12 @@ struct SpawnSpec {
   std::string stdout_path;
   std::string stderr_path;
   std::optional<Credentials> credentials;
-  int cgroup_procs_fd = -1;  // an open cgroup.procs the child joins before exec; -1 = none
+  // Open cgroup.procs files (one per hierarchy) the child joins before exec, so no job code runs outside
+  // its group.
+  std::vector<int> cgroup_procs_fds;
+  // The file mode creation mask the job starts with; nullopt = the agent's. The logs are made by the
+  // agent with 0600 under it and, with credentials, given to the job's user.
+  std::optional<mode_t> umask;
 };
 
 struct Spawned {

@@ -18,9 +18,12 @@ struct NodeSlots {
   int slots() const { return static_cast<int>(gpus.size()); }
 };
 
+// What the allocation's cgroup enforces (agent/launch/cgroup.hpp). Unset = no limit of that kind.
 struct ResourceLimits {
-  std::optional<long long> memory_bytes;  // cgroup memory.max
-  std::optional<double> cpus;             // cgroup cpu.max, in cores
+  std::optional<long long> memory_bytes;  // hard limit, swap included: past it the kernel OOM-kills
+  std::optional<double> cpus;             // hard quota in cores (cpu.max / cfs_quota_us)
+  std::optional<double> cpu_share;        // proportional weight in cores (cpu.weight / cpu.shares)
+  std::optional<long long> pids;          // pids.max: a fork bomb stays inside the job
 };
 
 struct LaunchRequest {

@@ -24,6 +24,8 @@ std::string_view to_string(AllocState s) {
       return "timeout";
     case AllocState::kLost:
       return "lost";
+    case AllocState::kOutOfMemory:
+      return "out_of_memory";
   }
   return "unknown";
 }
@@ -154,9 +156,11 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiv
   for (const auto& r : t.record.ranks) signal_group(r.pgid, SIGKILL);  // leftovers of a finished job
   AllocState state = t.outcome.value_or(t.any_lost ? AllocState::kLost : AllocState::kCompleted);
   const int code = state == AllocState::kFailed ? t.failing_code : t.first_code.value_or(t.any_lost ? -1 : 0);
+  if ((state == AllocState::kFailed || state == AllocState::kLost) && cgroup_oom_kills(t.record.cgroups) > 0)
+    state = AllocState::kOutOfMemory;
   events.push_back(AllocationFinished{t.record.alloc_id, t.record.job_id, state, code});
   if (options_.allocs) options_.allocs->remove(t.record.alloc_id);
-  if (!t.record.cgroup.empty()) remove_cgroup(t.record.cgroup);
+  if (!remove_cgroup(t.record.cgroups)) cgroups_to_remove_.push_back(t.record.cgroups);
   return true;
 }
 
@@ -177,6 +181,7 @@ std::vector<SupervisorEvent> Supervisor::poll(GroupLiveness& groups) {
       ++it;
   }
   reaped_.clear();  // statuses of processes that were no rank: orphans, nothing to report
+  std::erase_if(cgroups_to_remove_, [](const auto& dirs) { return remove_cgroup(dirs); });
   return events;
 }
 

@@ -7,6 +7,9 @@
 //   running --cancel()-------------> CANCELLED --+--> SIGTERM to every rank's process group,
 //   running --time limit-----------> TIMEOUT   --+    SIGKILL to what is left after `grace`
 //   running --every rank exits 0---> COMPLETED (leftover background processes get SIGKILL)
+// A FAILED allocation whose cgroup counts a kernel OOM kill ends OUT_OF_MEMORY instead: the job went past
+// its memory limit (a job that survives the kill of one of its processes and exits 0 still COMPLETES).
+// The group is read before it is removed, so the verdict holds for adopted allocations too.
 // AllocationFinished comes once every rank has exited and the groups are empty (or were SIGKILLed); the
 // state file is then removed. Destroying a Supervisor does not touch the processes.
 //
@@ -33,7 +36,7 @@
 
 namespace railyard::agent {
 
-enum class AllocState { kCompleted, kFailed, kCancelled, kTimeout, kLost };
+enum class AllocState { kCompleted, kFailed, kCancelled, kTimeout, kLost, kOutOfMemory };
 std::string_view to_string(AllocState s);
 
 struct RankStarted {
@@ -122,6 +125,8 @@ class Supervisor {
   std::vector<SupervisorEvent> pending_;  // RankStarted of add()
   std::map<pid_t, int> reaped_;           // wait statuses collected by reap_all_children, for this poll
   GroupLiveness groups_;                  // for poll() without a shared one
+  // Cgroups of finished allocations whose last (killed) members had not exited yet: retried each poll.
+  std::vector<std::vector<std::string>> cgroups_to_remove_;
 };
 
 }  // namespace railyard::agent

@@ -63,10 +63,14 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     lo.state_dir = n->dir;
     lo.allocs = n->allocs_store;
     lo.allow_root_jobs = o.allow_root_jobs;
+    lo.cgroups = o.cgroups;
+    lo.cgroup.parent = o.cgroup_parent;
+    lo.job_umask = o.job_umask;
     lo.exec_helper = o.exec_helper;
     lo.mpirun = o.mpirun;
     lo.log = [sp = s.get()](const std::string& text) { sp->log(text); };
     n->launcher = std::make_unique<Launcher>(lo, n->inventory);
+    if (s->nodes_.empty()) s->log(n->launcher->cgroup_summary());  // the same for every node it hosts
     n->supervisor =
         std::make_unique<Supervisor>(SupervisorOptions{n->allocs_store, o.grace, std::chrono::milliseconds(20)});
     n->health = std::make_unique<HealthChecker>(o.health, n->inventory, n->dir);

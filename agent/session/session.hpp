@@ -16,12 +16,15 @@
 // create() finds them again with recover(). Thread safety: none; call everything from one thread.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +49,9 @@ struct SessionOptions {
   std::vector<std::string> nodes;
   std::string emulate;  // built-in profile; "" = probe the hardware (fallback: none)
   bool allow_root_jobs = false;
+  bool cgroups = true;        // per-allocation cgroups with limits (agent/launch/cgroup.hpp)
+  std::string cgroup_parent;  // inside each hierarchy; "" = the agent's own group
+  std::optional<mode_t> job_umask = 077;
   std::string exec_helper;  // "" = railyard-agent-exec next to this executable
   std::string mpirun = "mpirun";
   std::chrono::milliseconds grace{10000};

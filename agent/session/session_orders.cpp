@@ -1,4 +1,7 @@
 // Session: the scheduler's orders (launch, kill, exec, logs) and what the supervisors report back.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <fstream>
 
@@ -80,7 +83,9 @@ void Session::on_launch(const json& msg) {
 
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
     // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
-    AllocRecord rec{req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, "", {}};
+    std::vector<std::string> notes;  // logged by the launcher
+    AllocRecord rec{
+        req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, n->launcher->cgroup_for(*req, notes), {}};
     if (auto s = n->allocs_store->put(rec); !s) log(s.error().message);
     n->supervisor->hold(std::move(rec));
     n->allocs.emplace(req->alloc_id, std::move(a));
@@ -139,7 +144,18 @@ void Session::on_exec(const json& msg) {
   const fs::path vader = n->dir / "vader" / alloc;
   const fs::path session = n->dir / "ompi";
   std::error_code ec;
-  for (const auto& d : {dir, vader, session}) fs::create_directories(d, ec);
+  for (const auto& d : {vader, session}) fs::create_directories(d, ec);
+  if (auto s = n->launcher->make_alloc_dir(dir, *creds); !s) {
+    failed.message = s.error().message;
+    return send_failed();
+  }
+  // The orted (and the ranks it starts) join the allocation's cgroup, made when the node was held.
+  std::vector<int> procs_fds;
+  for (const auto& r : n->supervisor->records())
+    if (r.alloc_id == alloc)
+      for (const auto& g : r.cgroups)
+        if (const int fd = open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC); fd >= 0)
+          procs_fds.push_back(fd);
   EnvMap env = environ_map();
   // What railyard-agent-exec sets for a host when it runs the command itself (see exec_main.cpp).
   env["OMPI_MCA_btl_vader_backing_directory"] = vader.string();
@@ -161,8 +177,10 @@ void Session::on_exec(const json& msg) {
                  base + ".out",
                  base + ".err",
                  *creds,
-                 -1};
+                 procs_fds,
+                 n->launcher->options().job_umask};
   auto spawned = spawn_process(spec);
+  for (int fd : procs_fds) close(fd);
   if (!spawned) {
     failed.message = spawned.error().message;
     return send_failed();

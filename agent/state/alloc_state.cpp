@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/launch/cgroup.hpp"
 #include "agent/launch/proc.hpp"
 
 namespace railyard::agent {
@@ -30,7 +31,7 @@ json to_json(const AllocRecord& r) {
           {"node", r.node},
           {"started_unix_ms", r.started_unix_ms},
           {"deadline_unix_ms", r.deadline_unix_ms},
-          {"cgroup", r.cgroup},
+          {"cgroups", r.cgroups},
           {"ranks", ranks}};
 }
 
@@ -41,7 +42,8 @@ AllocRecord from_json(const json& j) {
   r.node = j.value("node", "");
   r.started_unix_ms = j.value("started_unix_ms", 0LL);
   r.deadline_unix_ms = j.value("deadline_unix_ms", 0LL);
-  r.cgroup = j.value("cgroup", "");
+  r.cgroups = j.value("cgroups", std::vector<std::string>{});
+  if (auto old = j.value("cgroup", std::string()); !old.empty() && r.cgroups.empty()) r.cgroups.push_back(old);
   for (const auto& k : j.at("ranks"))
     r.ranks.push_back(RankRecord{k.at("rank").get<int>(), k.at("pid").get<pid_t>(), k.at("pgid").get<pid_t>(),
                                  k.value("start_ticks", 0ULL), k.value("stdout", ""), k.value("stderr", "")});
@@ -117,6 +119,7 @@ Recovery AllocStore::recover() {
       continue;
     }
     out.removed.push_back(id);
+    if (record) (void)remove_cgroup(record->cgroups);  // its processes are gone: the group is empty
     journal_.drop(id);
   }
   return out;

@@ -8,7 +8,7 @@
 // disk flush on the agent's only thread for nothing it can use.
 //
 // A record: {"job_id": 7, "alloc_id": "a7", "node": "node0", "started_unix_ms": ..., "deadline_unix_ms": 0,
-//  "cgroup": "", "ranks": [{"rank": 0, "pid": 123, "pgid": 123, "start_ticks": 456,
+//  "cgroups": [], "ranks": [{"rank": 0, "pid": 123, "pgid": 123, "start_ticks": 456,
 //                           "stdout": ".../rank-0.out", "stderr": ".../rank-0.err"}]}
 // Agents before the journal kept one file per allocation, <state_dir>/allocs/<alloc>.json; AllocStore reads
 // those into the journal and deletes them, so an upgraded agent still adopts what the old one started.
@@ -41,7 +41,9 @@ struct AllocRecord {
   std::string node;
   long long started_unix_ms = 0;
   long long deadline_unix_ms = 0;  // 0 = no time limit
-  std::string cgroup;              // "" = none
+  // The allocation's cgroup, one directory per hierarchy (memory's first; agent/launch/cgroup.hpp); empty
+  // = none. Older records' single "cgroup" path is read into it.
+  std::vector<std::string> cgroups;
   std::vector<RankRecord> ranks;
   bool operator==(const AllocRecord&) const = default;
 };

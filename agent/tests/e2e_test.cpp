@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/launch/cgroup.hpp"
 #include "tests/daemon_client.hpp"
 #include "tests/fault_util.hpp"
 
@@ -260,6 +261,25 @@ TEST_F(AgentE2E, KilledAgentMeansNodeFail) {
   const json nodes = http_->request("GET", "/api/v1/nodes").json();
   EXPECT_EQ(nodes["nodes"][1]["health"], "down") << nodes.dump();
   for (pid_t pid : sleeps_with(marker)) kill(pid, SIGKILL);  // n2's orphans (a real node went with its agent)
+}
+
+// Issue 32: a job past its --mem is OOM-killed by the kernel inside its allocation's cgroup and ends
+// OUT_OF_MEMORY; its nodes stay up and take the next job. Skips where the agents cannot make cgroups.
+TEST_F(AgentE2E, JobPastItsMemoryEndsOutOfMemoryAndTheNodesStayUp) {
+  auto driver = detect_cgroup_driver(CgroupSetup{});
+  if (!driver) GTEST_SKIP() << "no usable cgroup hierarchy: " << driver.error().message;
+  json spec = two_nodes("env", {"sh", "-c", "a=$(head -c 256M /dev/zero | tr '\\0' x); echo held"});
+  spec["mem_mb"] = 32;
+  const int64_t id = submit(spec);
+  json j = wait_state(id, {"COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY"});
+  EXPECT_EQ(j["state"], "OUT_OF_MEMORY") << j.dump() << logs();
+  EXPECT_EQ(j["spec"].value("mem_mb", 0), 32) << j.dump();
+  EXPECT_NE(j.value("reason", "").find("out_of_memory"), std::string::npos) << j.dump();
+  const json nodes = http_->request("GET", "/api/v1/nodes").json();
+  for (const auto& n : nodes["nodes"]) EXPECT_EQ(n["health"], "up") << nodes.dump();
+  const int64_t next = submit(two_nodes("env", {"sh", "-c", "echo fine"}));
+  j = wait_state(next, {"COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY"});
+  EXPECT_EQ(j["state"], "COMPLETED") << j.dump() << logs();
 }
 
 }  // namespace

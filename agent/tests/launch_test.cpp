@@ -148,7 +148,7 @@ TEST_F(Launch, AFailingAddedProcessFailsAHeldAllocation) {
   sup.hold(r);
   auto start = [&](int rank, const std::string& command) {
     auto p = spawn_process(
-        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, -1});
+        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, {}});
     EXPECT_TRUE(p) << p.error().message;
     EXPECT_TRUE(sup.add_process("held", RankRecord{rank, p->pid, p->pgid, p->start_ticks, "", ""}));
   };
@@ -171,7 +171,7 @@ TEST_F(Launch, AdoptedStrangerReportsLostExitCode) {
                                        "/dev/null",
                                        "/dev/null",
                                        std::nullopt,
-                                       -1});
+                                       {}});
   ASSERT_TRUE(shell) << shell.error().message;
   waitpid(shell->pid, nullptr, 0);  // the sleep is now an orphan, no longer ours
   const pid_t sleeper = std::stoi(read_file(pidfile));
@@ -347,7 +347,7 @@ TEST_F(Launch, RootRefusesUnknownUserAndDropsToAKnownOne) {
 TEST_F(Launch, CgroupLimitsSkippedWithANoteWhenUnavailable) {
   auto options = launcher_options();
   std::vector<std::string> notes;
-  options.cgroup_root = dir_.path() / "no-cgroup";
+  options.cgroup.root = dir_.path() / "no-cgroup";
   options.log = [&notes](const std::string& n) { notes.push_back(n); };
   Launcher l(options, *emulated_inventory("dgx-h100", "node0"));
   auto req = request("limits", 1, "true");

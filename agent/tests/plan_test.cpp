@@ -1,14 +1,19 @@
 #include "agent/launch/plan.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "agent/launch/cgroup.hpp"
+#include "agent/launch/launcher.hpp"
 #include "agent/tests/test_util.hpp"
 
 namespace railyard::agent {
 namespace {
+
+namespace fs = std::filesystem;
 
 LaunchRequest two_nodes(jobs::Launcher launcher) {
   LaunchRequest r;
@@ -103,16 +108,89 @@ TEST(Plan, MpirunOnlyOnTheFirstNode) {
   EXPECT_FALSE(plan);
 }
 
-TEST(Cgroup, LimitsWrittenToTheGroup) {
+TEST(Cgroup, V2LimitsWrittenToTheGroup) {
   testing::TempDir root;
-  ResourceLimits limits{8LL << 30, 2.5};
-  auto group = create_cgroup(root.path(), "42-a42", limits);
+  ResourceLimits limits{8LL << 30, 2.5, 4.0, 512};
+  auto group = make_cgroup_v2(root.path())->create("42-a42", limits, GpuAccess{});
   ASSERT_TRUE(group) << group.error().message;
-  EXPECT_EQ(*group, root.path() / "railyard" / "42-a42");
-  EXPECT_EQ(testing::read_file(*group / "memory.max"), std::to_string(8LL << 30));
-  EXPECT_EQ(testing::read_file(*group / "cpu.max"), "250000 100000");
-  EXPECT_TRUE(cgroup2_unusable(root.path()).has_value());  // a plain directory is no cgroup2 mount
-  EXPECT_TRUE(cgroup2_unusable("/nonexistent").has_value());
+  ASSERT_EQ(group->size(), 1u);
+  const fs::path g = root.path() / "railyard" / "42-a42";
+  EXPECT_EQ(group->front(), g.string());
+  EXPECT_EQ(testing::read_file(g / "memory.max"), std::to_string(8LL << 30));
+  EXPECT_EQ(testing::read_file(g / "cpu.max"), "250000 100000");
+  EXPECT_EQ(testing::read_file(g / "cpu.weight"), "400");
+  EXPECT_EQ(testing::read_file(g / "pids.max"), "512");
+  EXPECT_EQ(cgroup_memory_limit(*group), 8LL << 30);
+}
+
+TEST(Cgroup, V1LimitsWrittenToEachHierarchy) {
+  testing::TempDir root;
+  const fs::path mem = root.path() / "memory" / "agent", cpu = root.path() / "cpu",
+                 pids = root.path() / "pids";
+  auto driver = make_cgroup_v1({{"memory", mem}, {"cpu", cpu}, {"pids", pids}}, root.path() / "dev");
+  auto group = driver->create("7-a7", ResourceLimits{1LL << 30, 1.5, 2.0, 64}, GpuAccess{});
+  ASSERT_TRUE(group) << group.error().message;
+  ASSERT_EQ(group->size(), 3u);
+  EXPECT_EQ(group->front(), (mem / "railyard" / "7-a7").string());  // memory first
+  EXPECT_EQ(testing::read_file(mem / "railyard" / "7-a7" / "memory.limit_in_bytes"),
+            std::to_string(1LL << 30));
+  EXPECT_EQ(testing::read_file(cpu / "railyard" / "7-a7" / "cpu.cfs_quota_us"), "150000");
+  EXPECT_EQ(testing::read_file(cpu / "railyard" / "7-a7" / "cpu.shares"), "2048");
+  EXPECT_EQ(testing::read_file(pids / "railyard" / "7-a7" / "pids.max"), "64");
+  EXPECT_NE(driver->describe().find("memory at " + (mem / "railyard").string()), std::string::npos);
+  EXPECT_EQ(cgroup_memory_limit(*group), 1LL << 30);
+}
+
+TEST(Cgroup, NoTwoAllocationsShareAGroup) {
+  testing::TempDir root;
+  auto driver = make_cgroup_v1({{"memory", root.path() / "m"}, {"pids", root.path() / "p"}});
+  auto a = driver->create("5-x-node0", ResourceLimits{}, GpuAccess{});
+  auto b = driver->create("5-x-node0", ResourceLimits{}, GpuAccess{});
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(fs::path(a->front()).filename(), "5-x-node0");
+  EXPECT_EQ(fs::path(b->front()).filename(), "5-x-node0.1");
+  EXPECT_EQ(fs::path(b->back()).filename(), "5-x-node0.1");  // every hierarchy follows the first
+  // A name left behind in one hierarchy only (its memory sibling removed) is not reused either.
+  fs::create_directories(root.path() / "p" / "railyard" / "6-y-node0");
+  auto c = driver->create("6-y-node0", ResourceLimits{}, GpuAccess{});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(fs::path(c->front()).filename(), "6-y-node0.1");
+  EXPECT_FALSE(fs::exists(root.path() / "m" / "railyard" / "6-y-node0"));  // the first try was undone
+}
+
+TEST(Cgroup, OomKillsCountedFromEitherMechanism) {
+  testing::TempDir root;
+  std::ofstream(root.path() / "memory.events") << "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\n";
+  EXPECT_EQ(cgroup_oom_kills({root.path().string()}), 1);
+  testing::TempDir v1;
+  std::ofstream(v1.path() / "memory.oom_control") << "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+  EXPECT_EQ(cgroup_oom_kills({v1.path().string()}), 3);
+  EXPECT_EQ(cgroup_oom_kills({"/nonexistent"}), 0);
+  EXPECT_EQ(gpu_deny_rules(root.path(), {0}).size(), 0u);  // no /dev/nvidiaN there
+}
+
+TEST(Cgroup, DetectionSaysWhyWhenNothingIsUsable) {
+  CgroupSetup setup;
+  setup.root = "/nonexistent";
+  auto d = detect_cgroup_driver(setup);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("/nonexistent"), std::string::npos);
+}
+
+TEST(Cgroup, DefaultLimitsAreTheJobsShareOfTheNode) {
+  LaunchRequest req;
+  req.nodes = {{"n0", {0, 1}}};
+  const auto inv = *emulated_inventory("dgx-h100", "n0");  // 8 GPUs: the job holds a quarter
+  const long long node = static_cast<long long>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  auto l = limits_for(req, inv);
+  ASSERT_TRUE(l.memory_bytes);
+  EXPECT_NEAR(static_cast<double>(*l.memory_bytes), node / 4.0, 1.0);
+  ASSERT_TRUE(l.cpu_share);
+  EXPECT_FALSE(l.cpus);  // a weight, not a quota
+  req.spec.mem_mb = 100;
+  EXPECT_EQ(limits_for(req, inv).memory_bytes, 100LL << 20);
+  req.limits.memory_bytes = 5;
+  EXPECT_EQ(limits_for(req, inv).memory_bytes, 5);
 }
 
 }  // namespace

@@ -153,7 +153,8 @@ std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceSta
                                   jobs::JobState::kStarting,  jobs::JobState::kRunning,
                                   jobs::JobState::kCompleted, jobs::JobState::kFailed,
                                   jobs::JobState::kCancelled, jobs::JobState::kTimeout,
-                                  jobs::JobState::kNodeFail,  jobs::JobState::kPreempted};
+                                  jobs::JobState::kNodeFail,  jobs::JobState::kPreempted,
+                                  jobs::JobState::kOutOfMemory};
   std::map<jobs::JobState, int64_t> by_state;
   for (const auto& [id, r] : table.jobs()) ++by_state[r.state];
   int64_t allocated = 0;

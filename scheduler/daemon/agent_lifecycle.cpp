@@ -341,8 +341,12 @@ void AgentHub::on_alloc_finished(Peer* from, const protocol::AllocFinished& m) {
       if (exit_code) why += ", exit code " + std::to_string(*exit_code);
       if (m.signal != 0) why += ", signal " + std::to_string(m.signal);
       if (!m.message.empty()) why += " (" + m.message + ")";
-      end_job(b, *r, state == "timeout" ? JobState::kTimeout : JobState::kFailed, exit_code, why, actor,
-              state != "timeout");
+      // out_of_memory: the kernel killed a process at the job's own cgroup limit; the job's failure (never
+      // requeued: it would run out again), the node stays up.
+      const JobState end = state == "timeout"         ? JobState::kTimeout
+                           : state == "out_of_memory" ? JobState::kOutOfMemory
+                                                      : JobState::kFailed;
+      end_job(b, *r, end, exit_code, why, actor, end == JobState::kFailed);
     }
     s = commit_report(b);
     if (!s) spdlog::error("alloc_finished: commit failed: {}", s.error().message);

@@ -9,7 +9,7 @@ import {arrayProgress, coalesce, fmtDuration, h, now, stateClass} from '../dom.j
 import * as live from '../live.js';
 
 const kStates = ['', 'PENDING', 'HELD', 'STARTING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT',
-                 'NODE_FAIL', 'PREEMPTED'];
+                 'NODE_FAIL', 'PREEMPTED', 'OUT_OF_MEMORY'];
 
 const wait = (j) => (j.submit_time == null ? null : (j.start_time ?? now()) - j.submit_time);
 const runtime = (j) => (j.start_time == null ? null : (j.end_time ?? now()) - j.start_time);
