@@ -38,10 +38,6 @@ Result<nlohmann::json> parse_json_text(std::string_view text, size_t max_bytes, 
 // to an equal spec.
 nlohmann::json to_json(const JobSpec& spec);
 
-// The same text as to_json(spec).dump(), written directly (no json tree): the daemon stores every submitted
-// spec this way. Throws nlohmann::json::type_error on a string that is not UTF-8, as dump() does.
-std::string to_json_text(const JobSpec& spec);
-
 // The top-level field names parse_job_spec accepts.
 std::span<const std::string_view> job_spec_fields();
 

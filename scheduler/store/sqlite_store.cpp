@@ -348,7 +348,7 @@ void SqliteStateStore::write(const WriteBatch& b) {
   sql::Stmt& ins = st.ins;
   ins.reset();
   for (const auto& r : b.inserts) {
-    const std::string spec = jobs::to_json_text(r.spec);
+    const std::string spec = jobs::to_json(r.spec).dump();
     ins.bind(1, r.id).bind_static(2, spec).bind_static(3, r.spec.user).bind(4, r.submit_time);
     bind_mutable(ins, 5, r);
     ins.run();
