@@ -11,8 +11,9 @@
 #
 #   bench/local_cluster.sh [BUILD_DIR]          (default build/release)
 #   env: REPS (3), JOBS (10000), PER_AGENT (8: emulated nodes per agent process in the latency runs),
-#        SIZES ("1 8 64": nodes per latency run), WAIT_S (900: give up waiting for the throughput run)
-# Build first: ninja -C build/release railyard railyard-scheduler railyard-agent
+#        SIZES ("1 8 64": nodes per latency run), WAIT_S (900: give up waiting for the throughput run),
+#        HA (0; 3: every cluster with 3 etcd members and 3 schedulers, for the cost of HA)
+# Build first: ninja -C build/release railyard railyard-scheduler railyard-agent (HA needs etcd installed)
 set -euo pipefail
 BUILD=$(cd "${1:-build/release}" && pwd)
 REPS=${REPS:-3}
@@ -20,6 +21,7 @@ JOBS=${JOBS:-10000}
 PER_AGENT=${PER_AGENT:-8}
 SIZES=${SIZES:-1 8 64}
 WAIT_S=${WAIT_S:-900}
+HA=${HA:-0}  # 3: `railyard up --ha 3` (3 etcd members, 3 schedulers); the figures are the leader's
 export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
 WORK=$(mktemp -d /tmp/railyard-bench.XXXXXX)
 DIR=""
@@ -34,10 +36,11 @@ trap cleanup EXIT
 up() {  # up NODES PER_AGENT: start a cluster in a fresh state dir; sets DIR, S, T, SCHED, AGENTS
   DIR=$WORK/c$1
   eval "$(railyard up --nodes "$1" --profile dgx-h100 --state-dir "$DIR" --port 0 --emulate-nodes "$2" \
-    --no-config --timeout 120 2>>"$WORK/up.log")"
-  S=$RAILYARD_URL/api/v1
+    --no-config --timeout 120 $( ((HA > 0)) && echo --ha "$HA") 2>"$WORK/up.log")"
+  cat "$WORK/up.log" >>"$WORK/up-all.log"
+  S=${RAILYARD_URL%%,*}/api/v1  # with --ha the leader's address comes first
   T=$RAILYARD_TOKEN
-  SCHED=$(awk '$2 == "scheduler" {print $1}' "$DIR/pids")
+  SCHED=$(sed -n 's/.*scheduler pid \([0-9]*\).*/\1/p' "$WORK/up.log" | tail -1)
   AGENTS=$(awk '$2 == "agent" {print $1}' "$DIR/pids" | paste -sd,)
 }
 
@@ -121,7 +124,7 @@ throughput() {  # throughput NODES JOBS
   down
 }
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $( ((HA > 0)) && echo "railyard up --ha $HA, ")$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "Launch latency, submit -> RUNNING (all ranks launched), env launcher, \`sleep 5\`; $REPS runs:"
 echo

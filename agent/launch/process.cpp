@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,7 +36,9 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   _exit(127);
 }
 
-// Runs in the child between fork and exec: async-signal-safe calls only.
+// Runs in the child between vfork and exec, on the agent's memory while the agent waits: async-signal-safe
+// calls only, nothing that changes the agent's state. Identity changes go to the kernel directly: glibc's
+// setuid()/setgid()/setgroups() would ask every thread of the agent to change its identity too.
 [[noreturn]] void child_exec(const SpawnSpec& spec, int out_fd, int err_fd, int report_fd, char** argv,
                              char** envp) {
   auto fail = [report_fd]() { child_fail(report_fd); };
@@ -46,18 +50,20 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
     if (write(fd, "0", 1) != 1) fail();
   if (spec.umask) umask(*spec.umask);
   if (const auto& c = spec.credentials) {
-    if (setgroups(c->groups.size(), c->groups.data()) != 0 || setgid(c->gid) != 0 || setuid(c->uid) != 0)
+    if (syscall(SYS_setgroups, c->groups.size(), c->groups.data()) != 0 ||
+        syscall(SYS_setresgid, c->gid, c->gid, c->gid) != 0 || syscall(SYS_setresuid, c->uid, c->uid, c->uid) != 0)
       fail();
   }
   if (!spec.workdir.empty() && chdir(spec.workdir.c_str()) != 0) fail();
   // Workers start with default signal handling: none blocked, none ignored (the agent ignores SIGPIPE, and
-  // may have been started with others ignored, e.g. SIGHUP under nohup). Handlers are reset by exec.
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // may have been started with others ignored, e.g. SIGHUP under nohup). Every handler is reset before
+  // the mask (all blocked by spawn_vforked) is cleared, so none of the agent's handlers runs here.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // KILL, STOP: EINVAL, harmless
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   // Descriptors the agent opened without O_CLOEXEC (sockets, libraries' files) must not reach the job.
   close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
   execvpe(argv[0], argv, envp);
@@ -105,17 +111,24 @@ Result<pid_t> spawn_light(const SpawnSpec& spec, int out_fd, int err_fd, char** 
   return pid;
 }
 
-// fork + child_exec, for what posix_spawn cannot do (drop privileges, join a cgroup, set a umask).
-Result<pid_t> spawn_forked(const SpawnSpec& spec, int out_fd, int err_fd, char** argv, char** envp) {
+// vfork + child_exec, for what posix_spawn cannot do (drop privileges, join a cgroup, set a umask). vfork,
+// as posix_spawn, copies none of the agent's page tables (fork's cost grows with the agent's memory, and
+// every job of a node with cgroups comes this way). All signals stay blocked until the child has reset
+// their handlers: a handler of the agent must not run in the child.
+Result<pid_t> spawn_vforked(const SpawnSpec& spec, int out_fd, int err_fd, char** argv, char** envp) {
   int report[2] = {-1, -1};
   if (pipe2(report, O_CLOEXEC) != 0) return internal_error(std::string("pipe: ") + std::strerror(errno));
-  const pid_t pid = fork();
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &before);
+  const pid_t pid = vfork();
   if (pid == 0) child_exec(spec, out_fd, err_fd, report[1], argv, envp);
   const int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   close(report[1]);
   if (pid < 0) {
     close(report[0]);
-    return internal_error(std::string("fork failed: ") + std::strerror(fork_errno));
+    return internal_error(std::string("vfork failed: ") + std::strerror(fork_errno));
   }
   int child_errno = 0;
   const ssize_t n = read(report[0], &child_errno, sizeof child_errno);  // EOF once exec succeeded
@@ -168,7 +181,7 @@ Result<Spawned> spawn_process(const SpawnSpec& spec) {
   auto envp = c_strings(spec.env);
   const bool light = !spec.credentials && spec.cgroup_procs_fds.empty() && !spec.umask;
   auto pid = light ? spawn_light(spec, out_fd, err_fd, argv.data(), envp.data())
-                   : spawn_forked(spec, out_fd, err_fd, argv.data(), envp.data());
+                   : spawn_vforked(spec, out_fd, err_fd, argv.data(), envp.data());
   for (int fd : {out_fd, err_fd}) close(fd);
   if (!pid) return pid.error();
   Spawned s{*pid, *pid, 0};
