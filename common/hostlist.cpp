@@ -1,5 +1,6 @@
 #include "common/hostlist.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -27,11 +28,24 @@ Result<std::vector<std::string_view>> split_top_level(std::string_view expr) {
   return parts;
 }
 
+// Bounds of ranges have at most kMaxDigits digits (leading zeros included): a count of names then fits a
+// long, and zero padding cannot make names long.
+constexpr size_t kMaxDigits = 18;
+
+std::string quoted(std::string_view s) {
+  constexpr size_t kShown = 80;
+  std::string out(1, '"');  // (appended, not `"\"" + ...`: GCC 12 warns falsely on that, -Wrestrict)
+  out.append(s.substr(0, kShown));
+  out += s.size() > kShown ? "...\"" : "\"";
+  return out;
+}
+
 Result<long> parse_number(std::string_view s, std::string_view whole) {
   long v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v < 0)
-    return invalid("bad number \"" + std::string(s) + "\" in host list \"" + std::string(whole) + "\"");
+  if (s.empty() || s.size() > kMaxDigits || ec != std::errc() || p != s.data() + s.size() || v < 0)
+    return invalid("bad number " + quoted(s) + " in host list " + quoted(whole) + " (at most " +
+                   std::to_string(kMaxDigits) + " digits)");
   return v;
 }
 
@@ -44,6 +58,9 @@ std::string pad(long v, size_t width) {
 // Expands one term such as "dgx[001-004,9]suffix" (at most one bracket group).
 Status expand_term(std::string_view term, std::string_view whole, size_t limit, std::vector<std::string>& out) {
   if (term.empty()) return invalid("empty name in host list \"" + std::string(whole) + "\"");
+  if (term.find('[') == std::string_view::npos && term.size() > kMaxHostNameLength)
+    return invalid("name " + quoted(term) + " in host list is longer than " +
+                   std::to_string(kMaxHostNameLength) + " characters");
   size_t open = term.find('[');
   if (open == std::string_view::npos) {
     out.emplace_back(term);
@@ -68,6 +85,10 @@ Status expand_term(std::string_view term, std::string_view whole, size_t limit, 
     auto hi = parse_number(hi_s, whole);
     if (!hi) return hi.error();
     if (*hi < *lo) return invalid("reversed range \"" + std::string(range) + "\" in host list \"" + std::string(whole) + "\"");
+    // Checked before expanding: a range repeats the text around it in every name.
+    if (prefix.size() + suffix.size() + std::max(lo_s.size(), hi_s.size()) > kMaxHostNameLength)
+      return invalid("names of " + quoted(term) + " in host list are longer than " +
+                     std::to_string(kMaxHostNameLength) + " characters");
     if (out.size() + static_cast<size_t>(*hi - *lo + 1) > limit)
       return invalid("host list \"" + std::string(whole).substr(0, 80) + "\" names more than " + std::to_string(limit) + " hosts");
     for (long v = *lo; v <= *hi; ++v) out.push_back(std::string(prefix) + pad(v, lo_s.size()) + std::string(suffix));

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "agent/session/protocol.hpp"
+#include "common/json_text.hpp"
 #include "fuzz/daemon_world.hpp"
 #include "fuzz/targets.hpp"
 
@@ -28,9 +29,12 @@ using nlohmann::json;
 
 constexpr size_t kMaxLines = 64;
 
-// A register with "mac": "auto" signed for `challenge`; anything else unchanged.
+// A register with "mac": "auto" signed for `challenge`; anything else (too deep to dump safely included)
+// unchanged.
 std::string sign_register(std::string_view frame, const std::string& challenge) {
-  json m = json::parse(frame, nullptr, false);
+  auto parsed = parse_json_bounded(frame);
+  if (!parsed) return std::string(frame);
+  json m = std::move(*parsed);
   if (!m.is_object() || m.value("type", json()) != "register" || m.value("mac", json()) != "auto" ||
       !m.contains("agent") || !m["agent"].is_string() || !m.contains("nodes") || !m["nodes"].is_array())
     return std::string(frame);
@@ -43,9 +47,11 @@ std::string sign_register(std::string_view frame, const std::string& challenge) 
   return m.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// As the agent reads a frame (agent/session/session.cpp: depth-bounded, then by type).
 void agent_side(std::string_view line) {
-  const json m = json::parse(line, nullptr, false);
-  if (!m.is_object()) return;
+  auto parsed = parse_json_bounded(line);
+  if (!parsed || !parsed->is_object()) return;
+  const json& m = *parsed;
   auto launch = agent::parse_launch(m);
   if (launch && (launch->node_rank < 0 || launch->node_rank >= static_cast<int>(launch->nodes.size())))
     __builtin_trap();

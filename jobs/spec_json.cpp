@@ -360,29 +360,6 @@ Result<JobSpec> parse_job_spec(const nlohmann::json& j) {
 
 namespace {
 
-}  // namespace
-
-int json_text_depth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-namespace {
-
 // The DOM builder, plus a check that no object repeats a key, which remembers where the first repeat is:
 // the path of the object holding it (`jobs[3]`, `env`; "" at the top). (nlohmann's callback parser does the
 // same check in quadratic time on long arrays of objects; SAX stays linear.)

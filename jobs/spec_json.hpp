@@ -11,12 +11,13 @@
 #include <span>
 #include <string_view>
 
+#include "common/json_text.hpp"
 #include "common/result.hpp"
 #include "jobs/spec.hpp"
 
 namespace railyard::jobs {
 
-inline constexpr int kMaxJsonDepth = 32;              // nesting levels; the spec itself needs 3
+using railyard::kMaxJsonDepth;                        // nesting levels; the spec itself needs 3
 inline constexpr size_t kMaxListEntries = 10'000;     // per list: command, env, features, afterok, after
 inline constexpr size_t kMaxSpecTextBytes = 1 << 20;  // parse_job_spec_text input
 
@@ -41,8 +42,6 @@ nlohmann::json to_json(const JobSpec& spec);
 // The top-level field names parse_job_spec accepts.
 std::span<const std::string_view> job_spec_fields();
 
-// Nesting depth of JSON text, counted over brackets outside strings in one linear pass, so over-deep input
-// is refused before a parser recurses into it.
-int json_text_depth(std::string_view text);
+using railyard::json_text_depth;  // common/json_text.hpp
 
 }  // namespace railyard::jobs

@@ -3,7 +3,7 @@
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys] [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
-//                      [--tls-cert PEM --tls-key PEM]
+//                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
 //   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
@@ -12,12 +12,13 @@
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
 // scheduling loop; the Router (api/router) maps requests onto the Service; WebSocket upgrades go to the
 // AgentHub (/api/v1/agent) and the WatchHub (/api/v1/watch).
-#include <algorithm>
-#include <atomic>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -33,10 +34,10 @@
 #include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
 #include "scheduler/daemon/service.hpp"
-#include "scheduler/node_key_cmd.hpp"
 #include "scheduler/ha/elector.hpp"
 #include "scheduler/ha/etcd.hpp"
 #include "scheduler/ha/standby.hpp"
+#include "scheduler/node_key_cmd.hpp"
 #include "scheduler/queue/priority.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "topology/io_json.hpp"
@@ -72,6 +73,29 @@ int token_create(const std::string& db, const std::string& user, const std::stri
             << "; shown once; store it safely)\n";
   std::cout << *token << std::endl;
   return 0;
+}
+
+// Every connection is a file descriptor: raises the soft RLIMIT_NOFILE to the hard one, and lowers the
+// connection cap to what the limit leaves after kReservedFds (database, logs, etcd), with a warning.
+api::ServerLimits server_limits(const daemon::DaemonConfig& config) {
+  constexpr rlim_t kReservedFds = 128;
+  api::ServerLimits limits{static_cast<size_t>(config.max_connections),
+                           std::chrono::seconds(config.header_timeout_s)};
+  rlimit fds{};
+  if (::getrlimit(RLIMIT_NOFILE, &fds) != 0) return limits;
+  if (fds.rlim_cur < fds.rlim_max) {
+    rlimit raised{fds.rlim_max, fds.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) fds = raised;
+  }
+  const rlim_t room = fds.rlim_cur > kReservedFds ? fds.rlim_cur - kReservedFds : 1;
+  if (fds.rlim_cur != RLIM_INFINITY && limits.max_connections > room) {
+    spdlog::warn(
+        "--max-connections {} is more than the file-descriptor limit ({}) leaves room for: {} (raise "
+        "`ulimit -n` / LimitNOFILE)",
+        limits.max_connections, fds.rlim_cur, room);
+    limits.max_connections = room;
+  }
+  return limits;
 }
 
 int64_t wall_clock_ms() {
@@ -133,6 +157,7 @@ constexpr int kExitDeposed = 75;
 Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddress& listen,
                                  const daemon::DaemonConfig& config) {
   api::HttpServer server;
+  server.set_limits(server_limits(config));
   server.set_handler([&elector](api::HttpRequest&& req, api::Reply reply) {
     if (auto r = ha::ha_route(req, elector)) return reply(std::move(*r));
     reply(ha::standby_answer(req, elector));
@@ -271,6 +296,7 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   tick_every_second(server, hub);
   server.set_body_limit(&api::Router::body_limit);
   server.set_concurrent(&api::Router::concurrent);
+  server.set_limits(server_limits(config));
   if (config.tls_cert.empty() != config.tls_key.empty())
     return fail("--tls-cert and --tls-key go together", 2);
   if (!config.tls_cert.empty()) {
@@ -334,6 +360,15 @@ int main(int argc, char** argv) {
          "log: a killed scheduler loses none, a crash of the machine can lose the last ~20 ms; fsynced "
          "within 20 ms)")
       ->check(CLI::IsMember({"synced", "written"}));
+  app.add_option(
+         "--max-connections", config.max_connections,
+         "connections open at once (HTTP, WebSocket: agents and watchers count); one more is answered "
+         "503 and closed. Default 4096; lowered to fit the file-descriptor limit")
+      ->check(CLI::Range(1, 1'048'576));
+  app.add_option("--header-timeout", config.header_timeout_s,
+                 "seconds a connection may take to send a request's header, idle keep-alive included; slower "
+                 "ones are closed (default 10)")
+      ->check(CLI::Range(1, 3600));
   app.add_option("--ha-etcd", config.ha_etcd,
                  "high availability: etcd client URLs, comma-separated; the schedulers that share them elect a "
                  "leader, the others stand by (they answer /healthz and GET /api/v1/leader only) and take over "
@@ -383,7 +418,9 @@ int main(int argc, char** argv) {
                                                           {"priority_weights", "--priority-weights"},
                                                           {"tls_cert", "--tls-cert"},
                                                           {"tls_key", "--tls-key"},
-                                                          {"submit_durability", "--submit-durability"}};
+                                                          {"submit_durability", "--submit-durability"},
+                                                          {"max_connections", "--max-connections"},
+                                                          {"header_timeout", "--header-timeout"}};
     for (const auto& [key, flag] : dashed)
       if (app.count(flag) > 0) given.insert(key);
     if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);

@@ -442,6 +442,25 @@ TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
 }
 
 // --priority-weights / "priority_weights": the core's multifactor weights, any subset, checked before use.
+TEST(DaemonConfig, ConnectionLimitKeysAreReadValidatedAndLoseToTheFlags) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.max_connections, 4096);
+  EXPECT_EQ(c.header_timeout_s, 10);
+  ASSERT_TRUE(merge(R"({"max_connections": 20000, "header_timeout": 30})", {"header_timeout"}, c));
+  EXPECT_EQ(c.max_connections, 20000);
+  EXPECT_EQ(c.header_timeout_s, 10) << "given as a flag: the flag wins";
+  for (const auto& [bad, says] :
+       {std::pair{R"({"max_connections": 0})", "max_connections: must be an integer 1..1048576"},
+        {R"({"max_connections": "4096"})", "max_connections: must be an integer"},
+        {R"({"header_timeout": 3601})", "header_timeout: must be an integer 1..3600"}}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find(says), std::string::npos) << s.error().message;
+  }
+}
+
 TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
   using sched::apply_priority_weights;
   sched::PolicyConfig p;

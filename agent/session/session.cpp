@@ -13,6 +13,7 @@
 #include "agent/state/alloc_state.hpp"
 #include "agent/streams/tailer.hpp"
 #include "agent/streams/telemetry.hpp"
+#include "common/json_text.hpp"
 #include "common/protocol/key_file.hpp"
 
 namespace railyard::agent {
@@ -177,8 +178,10 @@ void Session::reload_keys() {
 }
 
 void Session::receive(std::string_view text) {
-  json msg = json::parse(text, nullptr, false);
-  if (msg.is_discarded() || !msg.is_object() || !msg.contains("type") || !msg["type"].is_string())
+  auto parsed = parse_json_bounded(text);
+  if (!parsed) return answer_error("bad_message", parsed.error().message);
+  json msg = std::move(*parsed);
+  if (!msg.is_object() || !msg.contains("type") || !msg["type"].is_string())
     return answer_error("bad_message", "not a JSON object with a type");
   const std::string type = msg["type"];
   if (!accept_epoch(msg, type)) return;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "common/json_text.hpp"
 
 namespace railyard::workloads {
 namespace {
@@ -153,6 +156,9 @@ Result<std::optional<MllogEvent>> parse_mllog(std::string_view line) {
   }
   std::string_view payload = line.substr(at + kMllogPrefix.size());
   while (!payload.empty() && (payload.back() == '\r' || payload.back() == '\n')) payload.remove_suffix(1);
+  // Bounded: a job's output reaches the agent, and the event copies "metadata" (a copy recurses per level).
+  if (json_text_depth(payload) > kMaxJsonDepth)
+    return invalid("MLLOG payload nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   const auto doc = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return invalid("MLLOG payload is not valid JSON");
   auto event = event_from_json(doc);

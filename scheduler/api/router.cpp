@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_text.hpp"
 #include "jobs/spec_json.hpp"
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router_util.hpp"
@@ -271,10 +272,11 @@ HttpResponse Router::node_action(Call& call) {
   if (action != "drain" && action != "resume") return error_response(404, "not_found", "no such route");
   std::string reason;
   if (!req.body.empty()) {
-    json body = json::parse(req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object())
+    auto parsed = parse_json_bounded(req.body);
+    if (!parsed) return error_response(400, "invalid_argument", "request body: " + parsed.error().message);
+    if (!parsed->is_object())
       return error_response(400, "invalid_argument", "request body must be a JSON object");
-    for (auto& [k, v] : body.items()) {
+    for (auto& [k, v] : parsed->items()) {
       if (k != "reason")
         return error_response(400, "invalid_argument", k + ": unknown field (known: reason)");
       if (!v.is_string()) return error_response(400, "invalid_argument", "reason: must be a string");

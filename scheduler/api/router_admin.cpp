@@ -2,6 +2,7 @@
 // them (Access::kAdmin in the route table); the Service checks the role again.
 #include <ctime>
 
+#include "common/json_text.hpp"
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
 #include "scheduler/api/router_util.hpp"
@@ -29,8 +30,10 @@ json token_json(const store::TokenRecord& t) {
 // Body {"user": "ada", "role": "user"|"admin" (default user), "expires": "30d"|"never" (default 90d)}.
 // 201 with the token's view and "token": the secret, which is never shown again.
 HttpResponse Router::token_create(Call& call) {
-  json body = json::parse(call.req.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object())
+  auto parsed = parse_json_bounded(call.req.body);
+  if (!parsed) return error_response(400, "invalid_argument", "request body: " + parsed.error().message);
+  const json& body = *parsed;
+  if (!body.is_object())
     return error_response(400, "invalid_argument",
                           R"(body must be {"user": "...", "role": ..., "expires": ...})");
   std::string user, role_text = "user", expires_text;

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/json_text.hpp"
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
 #include "scheduler/api/router_util.hpp"
@@ -94,9 +95,12 @@ void Router::alloc_exec(const HttpRequest& req, const Route& route, const Reply&
   if (!hub_) return reply(error_response(503, "unavailable", "no agent protocol"));
   auto token = bearer_token(req.authorization);
   if (!token) return reply(error_response(401, "unauthorized", "an exec token is required"));
-  json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded() || !body.is_object() || !body.contains("node") || !body["node"].is_string() ||
-      !body.contains("argv") || !body["argv"].is_array() || body["argv"].empty())
+  auto parsed = parse_json_bounded(req.body);
+  if (!parsed)
+    return reply(error_response(400, "invalid_argument", "request body: " + parsed.error().message));
+  const json& body = *parsed;
+  if (!body.is_object() || !body.contains("node") || !body["node"].is_string() || !body.contains("argv") ||
+      !body["argv"].is_array() || body["argv"].empty())
     return reply(error_response(400, "invalid_argument", R"(body must be {"node": "...", "argv": [...]})"));
   std::vector<std::string> argv;
   for (const auto& a : body["argv"]) {

@@ -1,6 +1,9 @@
 // The only translation unit with Boost.Beast in the daemon (see TOOLCHAIN.md on compile cost).
 #include "scheduler/api/server.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -8,157 +11,49 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
-#include <algorithm>
 #include <csignal>
 #include <deque>
 #include <optional>
+#include <vector>
 
 #include "common/net/tls.hpp"
+#include "scheduler/api/ws_session.hpp"
 
 namespace railyard::api {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
+using namespace detail;  // NOLINT(google-build-using-namespace): this file's own internal header
 
+// Writing an answer, and reading a body once its header is in.
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
-constexpr auto kWsHandshakeTimeout = std::chrono::seconds(30);
-constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(30);
-// A WebSocket with no frame for this long is pinged at half of it and closed at the end; agents send a
-// heartbeat every few seconds, so only a dead peer reaches it.
-constexpr auto kWsIdleTimeout = std::chrono::seconds(60);
+// After an accept fails (out of file descriptors: EMFILE), before the next: an immediate retry would spin.
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
+constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
 
 }  // namespace
 
 struct HttpServer::Impl {
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
+  net::steady_timer accept_retry{ioc};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
   Handler handler;
   WsAcceptor ws_acceptor;
   BodyLimitFn body_limit = [](std::string_view) { return kDefaultBodyLimit; };
   ConcurrentFn concurrent;
   std::shared_ptr<net::ssl::context> tls;  // set: every connection must be TLS
+  ServerLimits limits;
+  std::shared_ptr<size_t> open = std::make_shared<size_t>(0);  // connections (ConnectionTicket)
+  size_t refused_since_log = 0;
+  std::chrono::steady_clock::time_point last_refusal_log;
 
   void accept();
+  void on_accept(tcp::socket socket);
+  void refuse_full(tcp::socket& socket);
 };
 
 namespace {
-
-// One WebSocket connection: a read loop handing every message to on_message, and a write queue (one
-// async_write at a time, frames in order). Timeouts: handshake, idle with pings, 1 MiB per message.
-template <class Stream>
-class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<Stream>> {
- public:
-  explicit WsSession(Stream&& stream) : ws_(std::move(stream)) {
-    beast::error_code ec;
-    auto ep = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
-    if (!ec) remote_ = ep.address().to_string();
-  }
-
-  void accept(http::request<http::string_body> req, WsHandlers handlers) {
-    req_ = std::move(req);
-    handlers_ = std::move(handlers);
-    beast::get_lowest_layer(ws_).expires_never();
-    ws_.set_option(websocket::stream_base::timeout{kWsHandshakeTimeout, kWsIdleTimeout, true});
-    ws_.read_message_max(kWsFrameLimit);
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "railyard-scheduler"); }));
-    ws_.async_accept(req_, [self = this->shared_from_this()](beast::error_code ec) {
-      if (ec) return self->finish();
-      self->open_ = true;
-      self->read();
-      self->flush();
-    });
-  }
-
-  // Refuses the upgrade with a plain HTTP answer.
-  void refuse(HttpResponse r, unsigned version) {
-    auto res = std::make_shared<http::response<http::string_body>>();
-    res->version(version);
-    res->result(static_cast<http::status>(r.status));
-    res->set(http::field::content_type, r.content_type);
-    res->body() = std::move(r.body);
-    res->keep_alive(false);
-    res->prepare_payload();
-    beast::get_lowest_layer(ws_).expires_after(kIdleTimeout);
-    http::async_write(ws_.next_layer(), *res, [self = this->shared_from_this(), res](beast::error_code, size_t) {
-      beast::error_code ec;
-      beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ec);
-      beast::get_lowest_layer(self->ws_).socket().close(ec);
-    });
-  }
-
-  void send(std::string text) override {
-    if (finished_ || closing_) return;
-    queue_.push_back(std::move(text));
-    flush();
-  }
-
-  void close() override {
-    if (finished_ || closing_) return;
-    closing_ = true;
-    if (!open_) return finish();
-    flush();
-  }
-
-  std::string remote_address() const override { return remote_; }
-
- private:
-  void read() {
-    ws_.async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->finish();
-      std::string msg = beast::buffers_to_string(self->buffer_.data());
-      self->buffer_.consume(self->buffer_.size());
-      if (self->handlers_.on_message) self->handlers_.on_message(msg);
-      if (!self->finished_) self->read();
-    });
-  }
-
-  void flush() {
-    if (!open_ || writing_ || finished_) return;
-    if (queue_.empty()) {
-      if (closing_) {
-        writing_ = true;
-        ws_.async_close(websocket::close_code::normal,
-                        [self = this->shared_from_this()](beast::error_code) { self->finish(); });
-      }
-      return;
-    }
-    writing_ = true;
-    ws_.text(true);
-    ws_.async_write(net::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      self->writing_ = false;
-      if (ec) return self->finish();
-      self->queue_.pop_front();
-      self->flush();
-    });
-  }
-
-  // Once: tells the owner, drops the handlers (they may hold this peer), closes the socket.
-  void finish() {
-    if (finished_) return;
-    finished_ = true;
-    queue_.clear();
-    auto on_close = std::move(handlers_.on_close);
-    handlers_ = {};
-    if (on_close) on_close();
-    beast::error_code ec;
-    beast::get_lowest_layer(ws_).socket().close(ec);
-  }
-
-  websocket::stream<Stream> ws_;
-  http::request<http::string_body> req_;
-  WsHandlers handlers_;
-  beast::flat_buffer buffer_;
-  std::deque<std::string> queue_;
-  std::string remote_;
-  bool open_ = false, writing_ = false, closing_ = false, finished_ = false;
-};
 
 // One connection. Requests are answered in the order they arrived (HTTP/1.1 pipelining). A request runs once
 // every earlier one on the connection has been answered, except that requests the server's ConcurrentFn
@@ -168,8 +63,8 @@ template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
   // `buffer` holds bytes already read from the connection (the TLS detection's).
-  Session(Stream&& stream, beast::flat_buffer&& buffer, HttpServer::Impl& server)
-      : stream_(std::move(stream)), server_(server), buffer_(std::move(buffer)) {
+  Session(Stream&& stream, beast::flat_buffer&& buffer, HttpServer::Impl& server, ConnectionTicket ticket)
+      : stream_(std::move(stream)), server_(server), ticket_(std::move(ticket)), buffer_(std::move(buffer)) {
     beast::error_code ec;
     auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
     if (!ec) remote_ = ep.address().to_string();
@@ -193,9 +88,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_.emplace();
     parser_->header_limit(64 * 1024);
     parser_->body_limit(kMaxBodyLimit);  // the per-route limit is applied once the target is known
-    // Waiting for a first request, or the next one after every answer went out: the idle timeout. While
-    // earlier requests are still being answered the timer is left as it is (their handler may take long).
-    if (slots_.empty()) tcp().expires_after(kIdleTimeout);
+    // Waiting for a first request, or the next one after every answer went out: the whole header must be in
+    // within the header timeout (an idle keep-alive connection, or one that sends its header a byte at a
+    // time, is closed then). While earlier requests are still being answered the timer is left as it is
+    // (their handler may take long).
+    if (slots_.empty()) tcp().expires_after(server_.limits.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::on_header, this->shared_from_this()));
   }
@@ -205,6 +102,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     const size_t limit = server_.body_limit(parser_->get().target());
     if (auto len = parser_->content_length(); len && *len > limit) return too_large(limit);
     parser_->body_limit(limit);
+    if (slots_.empty()) tcp().expires_after(kIdleTimeout);  // the body's deadline (same condition as above)
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::on_body, this->shared_from_this()));
   }
@@ -264,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   // The connection leaves this session for a WsSession (accepted or refused).
   void upgrade(HttpRequest r, http::request<http::string_body> req) {
-    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_));
+    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_), std::move(ticket_));
     auto handlers = server_.ws_acceptor(r, ws);
     if (!handlers) return ws->refuse(error_response(404, "not_found", "no WebSocket at this path"), version_);
     ws->accept(std::move(req), std::move(*handlers));
@@ -338,6 +236,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     beast::error_code ec;
     tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
     tcp().expires_after(kDrainTimeout);
+    scratch_.resize(64 * 1024);  // only here: an idle connection holds no such buffer
     stream_.async_read_some(net::buffer(scratch_), [self = this->shared_from_this()](beast::error_code e, size_t) {
       if (e) return self->close();
       self->drain_more();
@@ -368,6 +267,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   Stream stream_;
   HttpServer::Impl& server_;
+  ConnectionTicket ticket_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -378,7 +278,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   bool reading_ = false, writing_ = false;
   bool peer_done_ = false;
   bool draining_ = false;
-  std::array<char, 64 * 1024> scratch_{};
+  std::vector<char> scratch_;  // drain()'s
 };
 
 // With TLS on: peeks at the first byte. A TLS ClientHello (record type 22) gets the handshake and then an
@@ -386,10 +286,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 // cannot read).
 class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
  public:
-  TlsDetector(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
+  TlsDetector(tcp::socket socket, HttpServer::Impl& server, ConnectionTicket ticket)
+      : stream_(std::move(socket)), server_(server), ticket_(std::move(ticket)) {}
 
+  // The first byte, the handshake and (plain HTTP) the request's header: within the header timeout.
   void run() {
-    stream_.expires_after(kTlsHandshakeTimeout);
+    stream_.expires_after(server_.limits.header_timeout);
     stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->close();
       unsigned char first = 0;
@@ -410,7 +312,7 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
         return;
       }
       std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(std::move(*tls), beast::flat_buffer(),
-                                                                       self->server_)
+                                                                      self->server_, std::move(self->ticket_))
           ->start();
     });
   }
@@ -439,6 +341,7 @@ class TlsDetector : public std::enable_shared_from_this<TlsDetector> {
 
   beast::tcp_stream stream_;
   HttpServer::Impl& server_;
+  ConnectionTicket ticket_;
   beast::flat_buffer buffer_;
   http::request_parser<http::empty_body> parser_;
 };
@@ -449,17 +352,54 @@ void HttpServer::Impl::accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (!ec) {
-      socket.set_option(tcp::no_delay(true), ec);
-      if (tls) {
-        std::make_shared<TlsDetector>(std::move(socket), *this)->run();
-      } else {
-        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), beast::flat_buffer(),
-                                                     *this)
-            ->start();
-      }
+      on_accept(std::move(socket));
+      return accept();
     }
-    accept();
+    spdlog::warn("accept: {}", ec.message());
+    accept_retry.expires_after(kAcceptRetryDelay);
+    accept_retry.async_wait([this](beast::error_code e) {
+      if (!e) accept();
+    });
   });
+}
+
+void HttpServer::Impl::on_accept(tcp::socket socket) {
+  if (*open >= limits.max_connections) return refuse_full(socket);
+  beast::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  ConnectionTicket ticket(open);
+  if (tls) return std::make_shared<TlsDetector>(std::move(socket), *this, std::move(ticket))->run();
+  std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), beast::flat_buffer(),
+                                               *this, std::move(ticket))
+      ->start();
+}
+
+// Over the cap: a plain-HTTP 503 (TLS: no answer) written without waiting, which a new socket's empty send
+// buffer takes whole, then closed. What the client already sent is read first (without waiting), so that
+// the close is a FIN, not a reset that could overtake the answer.
+void HttpServer::Impl::refuse_full(tcp::socket& socket) {
+  static const std::string kAnswer = [] {
+    const std::string body =
+        error_response(503, "unavailable", "too many connections; try again shortly").body;
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: railyard-scheduler\r\nContent-Type: "
+           "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  std::array<char, 4096> discard{};
+  socket.read_some(net::buffer(discard), ec);
+  if (!tls) socket.write_some(net::buffer(kAnswer), ec);
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+  ++refused_since_log;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_refusal_log >= kRefusalLogInterval) {
+    spdlog::warn("{} connections open (--max-connections): refused {} new one(s) with 503", *open,
+                 refused_since_log);
+    refused_since_log = 0;
+    last_refusal_log = now;
+  }
 }
 
 HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
@@ -469,6 +409,8 @@ void HttpServer::set_handler(Handler handler) { impl_->handler = std::move(handl
 void HttpServer::set_body_limit(BodyLimitFn limit) { impl_->body_limit = std::move(limit); }
 void HttpServer::set_concurrent(ConcurrentFn concurrent) { impl_->concurrent = std::move(concurrent); }
 void HttpServer::set_ws_acceptor(WsAcceptor acceptor) { impl_->ws_acceptor = std::move(acceptor); }
+void HttpServer::set_limits(ServerLimits limits) { impl_->limits = limits; }
+size_t HttpServer::open_connections() const { return *impl_->open; }
 
 Status HttpServer::enable_tls(const std::string& cert_file, const std::string& key_file) {
   auto ctx = railyard::net::make_server_tls_context(cert_file, key_file);

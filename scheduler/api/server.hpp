@@ -3,8 +3,10 @@
 // answers go out in the order the requests came. A request is handed over once every earlier one on its
 // connection was answered, except requests that ConcurrentFn accepts: those go at once while the earlier
 // ones still unanswered are such requests too (set_concurrent; submits, so that a pipelining client's
-// submits share a commit). Every stream has an idle timeout; bodies are limited per request target (BodyLimitFn), and an oversized body is
-// answered 413 and the connection closed after the rest of the body is drained.
+// submits share a commit). Every stream has a timeout (a request's header must arrive within
+// ServerLimits::header_timeout); connections are capped (ServerLimits::max_connections); bodies are limited
+// per request target (BodyLimitFn), and an oversized body is answered 413 and the connection closed after
+// the rest of the body is drained.
 //
 // The server also is the daemon's event loop: post() and post_after() run work on it, so everything the
 // daemon does happens on one thread and needs no locks.
@@ -24,6 +26,16 @@ using BodyLimitFn = std::function<size_t(std::string_view target)>;
 // Whether a request may run before the earlier ones on its connection are answered (see above).
 using ConcurrentFn = std::function<bool(const HttpRequest&)>;
 
+// What one client may hold of the server (the daemon's --max-connections, --header-timeout).
+struct ServerLimits {
+  // Connections open at once (HTTP, WebSocket, TLS handshakes); one more is answered 503 and closed
+  // (with TLS: closed). Every descriptor counts against RLIMIT_NOFILE, so keep this below it.
+  size_t max_connections = 4096;
+  // From waiting for a request (a new connection, or an idle keep-alive one) to having its whole header;
+  // also the TLS handshake's. Slow-loris clients are closed after it.
+  std::chrono::seconds header_timeout{10};
+};
+
 class HttpServer {
  public:
   HttpServer();
@@ -36,6 +48,8 @@ class HttpServer {
   void set_concurrent(ConcurrentFn concurrent);
   // Upgrade requests (any path) go here; without an acceptor they are answered like plain requests.
   void set_ws_acceptor(WsAcceptor acceptor);
+  void set_limits(ServerLimits limits);
+  size_t open_connections() const;
   // Serves HTTPS and WSS only, with this PEM certificate chain and key (before listen()). A plain-HTTP
   // request is answered 400 "use https://". The error names the file at fault.
   Status enable_tls(const std::string& cert_file, const std::string& key_file);

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/json_text.hpp"
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router_util.hpp"
 #include "scheduler/api/views.hpp"
@@ -42,9 +43,11 @@ void WatchHub::on_message(WsPeer* peer, std::string_view text) {
   auto it = subs_.find(peer);
   if (it == subs_.end() || it->second.authed) return;  // watchers have nothing else to say
   Sub& s = it->second;
-  json m = json::parse(text, nullptr, false);
+  auto parsed = parse_json_bounded(text);
+  json m = parsed ? std::move(*parsed) : json();
   std::optional<daemon::Caller> who;
-  std::string refusal = "first frame must be a valid auth";
+  std::string refusal =
+      parsed ? "first frame must be a valid auth" : "first frame: " + parsed.error().message;
   if (m.is_object() && m.value("type", "") == "auth" && m.contains("token") && m["token"].is_string()) {
     auto c = service_.authenticate(m["token"].get<std::string>());
     if (c && c->caller) who = c->caller;

@@ -2,9 +2,11 @@
 // half (tracks, launch, kill, node DOWN) in agent_lifecycle.cpp.
 #include "scheduler/daemon/agents.hpp"
 
-#include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "common/json_text.hpp"
 #include "common/protocol/fields.hpp"
 
 namespace railyard::daemon {
@@ -66,8 +68,14 @@ void AgentHub::on_message(Peer* peer, std::string_view text) {
   auto it = conns_.find(peer);
   if (it == conns_.end()) return;
   Conn& c = it->second;
-  json m = json::parse(text, nullptr, false);
-  if (m.is_discarded() || !m.is_object() || !m.contains("type") || !m["type"].is_string()) {
+  // Depth first: a register's inventory is copied before its MAC is checked, and a copy recurses.
+  auto parsed = parse_json_bounded(text);
+  if (!parsed) {
+    if (!c.registered) return refuse(c, "first message: " + parsed.error().message);
+    return bad_message(c, parsed.error().message);
+  }
+  json m = std::move(*parsed);
+  if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) {
     if (!c.registered) return refuse(c, "first message is not a register");
     return bad_message(c, "a message must be a JSON object with a string \"type\"");
   }

@@ -92,6 +92,11 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
       s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 86400,
                "an integer 1..86400 (seconds)");
       if (s && !is_given) c.launch_timeout_s = v.get<int>();
+    } else if (key == "max_connections" || key == "header_timeout") {
+      const int64_t most = key == "max_connections" ? 1'048'576 : 3600;
+      s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= most,
+               key == "max_connections" ? "an integer 1..1048576" : "an integer 1..3600 (seconds)");
+      if (s && !is_given) (key == "max_connections" ? c.max_connections : c.header_timeout_s) = v.get<int>();
     } else if (key == "compact_wait") {
       s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
                "an integer 0..86400 (seconds; 0 = off)");
@@ -111,10 +116,11 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
       s = want(v.is_boolean(), "true or false");
       if (s && !is_given) (key == "private" ? c.private_reads : c.node_keys) = v.get<bool>();
     } else {
-      s = invalid(file_path + ": " + key +
-                  ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
-                  "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-                  "priority_weights, tls_cert, tls_key, submit_durability)");
+      s = invalid(
+          file_path + ": " + key +
+          ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
+          "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
+          "priority_weights, tls_cert, tls_key, submit_durability, max_connections, header_timeout)");
     }
     if (!s) return s;
   }

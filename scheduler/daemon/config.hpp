@@ -3,7 +3,7 @@
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
 //   "launch_timeout": 120, "compact_wait": 300, "priority_weights": "size=0", "tls_cert": "...",
-//   "tls_key": "...", "submit_durability": "synced"});
+//   "tls_key": "...", "submit_durability": "synced", "max_connections": 4096, "header_timeout": 10});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -36,6 +36,8 @@ struct DaemonConfig {
   // When a submit is acknowledged: "synced" (on disk) or "written" (in the log:
   // Service::set_submit_durability).
   std::string submit_durability = "synced";
+  int max_connections = 4096;  // api::ServerLimits (1..1048576)
+  int header_timeout_s = 10;   // api::ServerLimits (1..3600)
   // High availability (issue 30; flags only): etcd client URLs, comma-separated ("" = no HA: today's single
   // scheduler); this instance's name; the URL clients reach it at ("" = http(s)://<listen>); the lease TTL.
   std::string ha_etcd;

@@ -1,0 +1,163 @@
+// Internal to scheduler/api/server.cpp, the one translation unit that includes it (Beast; see TOOLCHAIN.md on
+// compile cost): the WebSocket session and the count of open connections that --max-connections caps.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "scheduler/api/http.hpp"
+
+namespace railyard::api::detail {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr auto kWsHandshakeTimeout = std::chrono::seconds(30);
+// A WebSocket with no frame for this long is pinged at half of it and closed at the end; agents send a
+// heartbeat every few seconds, so only a dead peer reaches it.
+constexpr auto kWsIdleTimeout = std::chrono::seconds(60);
+
+// One open connection, counted while it lives: held by whatever owns the socket (the TLS detection, an HTTP
+// session, then its WebSocket), so the count is of sockets whatever stage they are at. Moves, never copies.
+// Everything runs on the server's one thread: the count needs no atomics.
+class ConnectionTicket {
+ public:
+  explicit ConnectionTicket(std::shared_ptr<size_t> open) : open_(std::move(open)) { ++*open_; }
+  ConnectionTicket(ConnectionTicket&&) = default;
+  ConnectionTicket& operator=(ConnectionTicket&&) = delete;
+  ConnectionTicket(const ConnectionTicket&) = delete;
+  ConnectionTicket& operator=(const ConnectionTicket&) = delete;
+  ~ConnectionTicket() {
+    if (open_) --*open_;
+  }
+
+ private:
+  std::shared_ptr<size_t> open_;  // shared with the server, which may go first at shutdown
+};
+
+// One WebSocket connection: a read loop handing every message to on_message, and a write queue (one
+// async_write at a time, frames in order). Timeouts: handshake, idle with pings. A message over
+// kWsFrameLimit (read_message_max) fails the read: Beast sends a close frame with code 1009 (too big) and the
+// connection ends.
+template <class Stream>
+class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<Stream>> {
+ public:
+  WsSession(Stream&& stream, ConnectionTicket ticket) : ws_(std::move(stream)), ticket_(std::move(ticket)) {
+    beast::error_code ec;
+    auto ep = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
+    if (!ec) remote_ = ep.address().to_string();
+  }
+
+  void accept(http::request<http::string_body> req, WsHandlers handlers) {
+    req_ = std::move(req);
+    handlers_ = std::move(handlers);
+    beast::get_lowest_layer(ws_).expires_never();
+    ws_.set_option(websocket::stream_base::timeout{kWsHandshakeTimeout, kWsIdleTimeout, true});
+    ws_.read_message_max(kWsFrameLimit);
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "railyard-scheduler"); }));
+    ws_.async_accept(req_, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec) return self->finish();
+      self->open_ = true;
+      self->read();
+      self->flush();
+    });
+  }
+
+  // Refuses the upgrade with a plain HTTP answer.
+  void refuse(HttpResponse r, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>();
+    res->version(version);
+    res->result(static_cast<http::status>(r.status));
+    res->set(http::field::content_type, r.content_type);
+    res->body() = std::move(r.body);
+    res->keep_alive(false);
+    res->prepare_payload();
+    beast::get_lowest_layer(ws_).expires_after(kWsHandshakeTimeout);
+    http::async_write(ws_.next_layer(), *res,
+                      [self = this->shared_from_this(), res](beast::error_code, size_t) {
+                        beast::error_code ec;
+                        beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ec);
+                        beast::get_lowest_layer(self->ws_).socket().close(ec);
+                      });
+  }
+
+  void send(std::string text) override {
+    if (finished_ || closing_) return;
+    queue_.push_back(std::move(text));
+    flush();
+  }
+
+  void close() override {
+    if (finished_ || closing_) return;
+    closing_ = true;
+    if (!open_) return finish();
+    flush();
+  }
+
+  std::string remote_address() const override { return remote_; }
+
+ private:
+  void read() {
+    ws_.async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->finish();
+      std::string msg = beast::buffers_to_string(self->buffer_.data());
+      self->buffer_.consume(self->buffer_.size());
+      if (self->handlers_.on_message) self->handlers_.on_message(msg);
+      if (!self->finished_) self->read();
+    });
+  }
+
+  void flush() {
+    if (!open_ || writing_ || finished_) return;
+    if (queue_.empty()) {
+      if (closing_) {
+        writing_ = true;
+        ws_.async_close(websocket::close_code::normal,
+                        [self = this->shared_from_this()](beast::error_code) { self->finish(); });
+      }
+      return;
+    }
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(net::buffer(queue_.front()),
+                    [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                      self->writing_ = false;
+                      if (ec) return self->finish();
+                      self->queue_.pop_front();
+                      self->flush();
+                    });
+  }
+
+  // Once: tells the owner, drops the handlers (they may hold this peer), closes the socket.
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    queue_.clear();
+    auto on_close = std::move(handlers_.on_close);
+    handlers_ = {};
+    if (on_close) on_close();
+    beast::error_code ec;
+    beast::get_lowest_layer(ws_).socket().close(ec);
+  }
+
+  websocket::stream<Stream> ws_;
+  ConnectionTicket ticket_;
+  http::request<http::string_body> req_;
+  WsHandlers handlers_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  std::string remote_;
+  bool open_ = false, writing_ = false, closing_ = false, finished_ = false;
+};
+
+}  // namespace railyard::api::detail
