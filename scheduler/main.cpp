@@ -1,9 +1,10 @@
 // railyard-scheduler: the central controller (issue 5, first slice).
 //
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
-//                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys] [--heartbeat-timeout S]
+//                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys]
+//                      [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
-//                      [--tls-cert PEM --tls-key PEM]
+//                      [--tls-cert PEM --tls-key PEM] [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
 //   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
@@ -12,12 +13,13 @@
 // Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
 // scheduling loop; the Router (api/router) maps requests onto the Service; WebSocket upgrades go to the
 // AgentHub (/api/v1/agent) and the WatchHub (/api/v1/watch).
-#include <algorithm>
-#include <atomic>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -33,10 +35,10 @@
 #include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
 #include "scheduler/daemon/service.hpp"
-#include "scheduler/node_key_cmd.hpp"
 #include "scheduler/ha/elector.hpp"
 #include "scheduler/ha/etcd.hpp"
 #include "scheduler/ha/standby.hpp"
+#include "scheduler/node_key_cmd.hpp"
 #include "scheduler/queue/priority.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "topology/io_json.hpp"
@@ -245,12 +247,18 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   watch.start();
   hub.set_metrics_listener(
       [&watch](jobs::JobId job, const nlohmann::json& ev) { watch.on_metrics(job, ev); });
+  api::PeerPolicy peer{static_cast<uint32_t>(::geteuid()), std::nullopt};
+  if (!config.admin_group.empty()) {
+    auto gid = api::admin_group_id(config.admin_group);
+    if (!gid) return fail(gid.error().message, 2);
+    peer.admin_gid = *gid;
+  }
   const std::string web_root = config.web_root == "none" ? ""
                                : config.web_root.empty() ? api::default_web_root(exe)
                                                          : config.web_root;
   if (!web_root.empty()) spdlog::info("serving web files from {}", web_root);
-  api::Router router(
-      service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster), web_root});
+  api::Router router(service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster),
+                               web_root, peer});
   router.set_agent_hub(&hub);
   if (elector)
     router.set_ha_route(
@@ -276,6 +284,11 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   if (!config.tls_cert.empty()) {
     if (auto s = server.enable_tls(config.tls_cert, config.tls_key); !s) return fail(s.error().message, 2);
     spdlog::info("TLS on: HTTPS and WSS only (certificate {})", config.tls_cert);
+  }
+  if (!config.unix_socket.empty()) {
+    if (auto s = server.listen_unix(config.unix_socket); !s) return fail(s.error().message);
+    spdlog::info("unix socket {}: requests without a token are made by the connecting Unix user",
+                 config.unix_socket);
   }
   auto port = server.listen(listen->host, listen->port);
   if (!port) return fail(port.error().message);
@@ -334,6 +347,13 @@ int main(int argc, char** argv) {
          "log: a killed scheduler loses none, a crash of the machine can lose the last ~20 ms; fsynced "
          "within 20 ms)")
       ->check(CLI::IsMember({"synced", "written"}));
+  app.add_option(
+      "--unix-socket", config.unix_socket,
+      "also accept on this Unix socket (mode 0666, removed on exit): a request without a token is "
+      "made by the connecting Unix user (SO_PEERCRED), an admin when root, the scheduler's own user "
+      "or in --admin-group");
+  app.add_option("--admin-group", config.admin_group,
+                 "Unix group whose members are admins on the --unix-socket (default: none)");
   app.add_option("--ha-etcd", config.ha_etcd,
                  "high availability: etcd client URLs, comma-separated; the schedulers that share them elect a "
                  "leader, the others stand by (they answer /healthz and GET /api/v1/leader only) and take over "
@@ -383,7 +403,9 @@ int main(int argc, char** argv) {
                                                           {"priority_weights", "--priority-weights"},
                                                           {"tls_cert", "--tls-cert"},
                                                           {"tls_key", "--tls-key"},
-                                                          {"submit_durability", "--submit-durability"}};
+                                                          {"submit_durability", "--submit-durability"},
+                                                          {"unix_socket", "--unix-socket"},
+                                                          {"admin_group", "--admin-group"}};
     for (const auto& [key, flag] : dashed)
       if (app.count(flag) > 0) given.insert(key);
     if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);

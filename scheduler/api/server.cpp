@@ -1,36 +1,29 @@
-// The only translation unit with Boost.Beast in the daemon (see TOOLCHAIN.md on compile cost).
+// The only translation unit with Boost.Beast in the daemon (see TOOLCHAIN.md on compile cost); its
+// WebSocket session is in server_ws.hpp.
 #include "scheduler/api/server.hpp"
 
-#include <array>
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-#include <boost/beast/websocket.hpp>
-#include <boost/beast/websocket/ssl.hpp>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <csignal>
 #include <deque>
 #include <optional>
 
 #include "common/net/tls.hpp"
+#include "scheduler/api/server_ws.hpp"
 
 namespace railyard::api {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
+using namespace server_detail;
 
-constexpr auto kIdleTimeout = std::chrono::seconds(60);
 constexpr auto kDrainTimeout = std::chrono::seconds(10);
-constexpr auto kWsHandshakeTimeout = std::chrono::seconds(30);
 constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(30);
-// A WebSocket with no frame for this long is pinged at half of it and closed at the end; agents send a
-// heartbeat every few seconds, so only a dead peer reaches it.
-constexpr auto kWsIdleTimeout = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -42,123 +35,17 @@ struct HttpServer::Impl {
   WsAcceptor ws_acceptor;
   BodyLimitFn body_limit = [](std::string_view) { return kDefaultBodyLimit; };
   ConcurrentFn concurrent;
-  std::shared_ptr<net::ssl::context> tls;  // set: every connection must be TLS
+  std::shared_ptr<net::ssl::context> tls;  // set: every TCP connection must be TLS
+  local::acceptor unix_acceptor{ioc};
+  std::string unix_path;  // the socket file listen_unix() made; removed by ~Impl when still the same file
+  ino_t unix_inode = 0;
 
+  ~Impl();
   void accept();
+  void accept_unix();
 };
 
 namespace {
-
-// One WebSocket connection: a read loop handing every message to on_message, and a write queue (one
-// async_write at a time, frames in order). Timeouts: handshake, idle with pings, 1 MiB per message.
-template <class Stream>
-class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<Stream>> {
- public:
-  explicit WsSession(Stream&& stream) : ws_(std::move(stream)) {
-    beast::error_code ec;
-    auto ep = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
-    if (!ec) remote_ = ep.address().to_string();
-  }
-
-  void accept(http::request<http::string_body> req, WsHandlers handlers) {
-    req_ = std::move(req);
-    handlers_ = std::move(handlers);
-    beast::get_lowest_layer(ws_).expires_never();
-    ws_.set_option(websocket::stream_base::timeout{kWsHandshakeTimeout, kWsIdleTimeout, true});
-    ws_.read_message_max(kWsFrameLimit);
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "railyard-scheduler"); }));
-    ws_.async_accept(req_, [self = this->shared_from_this()](beast::error_code ec) {
-      if (ec) return self->finish();
-      self->open_ = true;
-      self->read();
-      self->flush();
-    });
-  }
-
-  // Refuses the upgrade with a plain HTTP answer.
-  void refuse(HttpResponse r, unsigned version) {
-    auto res = std::make_shared<http::response<http::string_body>>();
-    res->version(version);
-    res->result(static_cast<http::status>(r.status));
-    res->set(http::field::content_type, r.content_type);
-    res->body() = std::move(r.body);
-    res->keep_alive(false);
-    res->prepare_payload();
-    beast::get_lowest_layer(ws_).expires_after(kIdleTimeout);
-    http::async_write(ws_.next_layer(), *res, [self = this->shared_from_this(), res](beast::error_code, size_t) {
-      beast::error_code ec;
-      beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ec);
-      beast::get_lowest_layer(self->ws_).socket().close(ec);
-    });
-  }
-
-  void send(std::string text) override {
-    if (finished_ || closing_) return;
-    queue_.push_back(std::move(text));
-    flush();
-  }
-
-  void close() override {
-    if (finished_ || closing_) return;
-    closing_ = true;
-    if (!open_) return finish();
-    flush();
-  }
-
-  std::string remote_address() const override { return remote_; }
-
- private:
-  void read() {
-    ws_.async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->finish();
-      std::string msg = beast::buffers_to_string(self->buffer_.data());
-      self->buffer_.consume(self->buffer_.size());
-      if (self->handlers_.on_message) self->handlers_.on_message(msg);
-      if (!self->finished_) self->read();
-    });
-  }
-
-  void flush() {
-    if (!open_ || writing_ || finished_) return;
-    if (queue_.empty()) {
-      if (closing_) {
-        writing_ = true;
-        ws_.async_close(websocket::close_code::normal,
-                        [self = this->shared_from_this()](beast::error_code) { self->finish(); });
-      }
-      return;
-    }
-    writing_ = true;
-    ws_.text(true);
-    ws_.async_write(net::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      self->writing_ = false;
-      if (ec) return self->finish();
-      self->queue_.pop_front();
-      self->flush();
-    });
-  }
-
-  // Once: tells the owner, drops the handlers (they may hold this peer), closes the socket.
-  void finish() {
-    if (finished_) return;
-    finished_ = true;
-    queue_.clear();
-    auto on_close = std::move(handlers_.on_close);
-    handlers_ = {};
-    if (on_close) on_close();
-    beast::error_code ec;
-    beast::get_lowest_layer(ws_).socket().close(ec);
-  }
-
-  websocket::stream<Stream> ws_;
-  http::request<http::string_body> req_;
-  WsHandlers handlers_;
-  beast::flat_buffer buffer_;
-  std::deque<std::string> queue_;
-  std::string remote_;
-  bool open_ = false, writing_ = false, closing_ = false, finished_ = false;
-};
 
 // One connection. Requests are answered in the order they arrived (HTTP/1.1 pipelining). A request runs once
 // every earlier one on the connection has been answered, except that requests the server's ConcurrentFn
@@ -170,9 +57,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // `buffer` holds bytes already read from the connection (the TLS detection's).
   Session(Stream&& stream, beast::flat_buffer&& buffer, HttpServer::Impl& server)
       : stream_(std::move(stream)), server_(server), buffer_(std::move(buffer)) {
-    beast::error_code ec;
-    auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
-    if (!ec) remote_ = ep.address().to_string();
+    remote_ = remote_of(tcp().socket());
+    peer_ = peer_of(tcp().socket());
   }
 
   void start() { read_header(); }
@@ -219,6 +105,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
     r.remote = remote_;
+    r.peer = peer_;
     const bool upgrade_req = server_.ws_acceptor && websocket::is_upgrade(req);
     const bool concurrent = !upgrade_req && server_.concurrent && server_.concurrent(r);
     if (upgrade_req || !concurrent || !all_pending_concurrent()) {
@@ -264,7 +151,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   // The connection leaves this session for a WsSession (accepted or refused).
   void upgrade(HttpRequest r, http::request<http::string_body> req) {
-    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_));
+    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_), remote_);
     auto handlers = server_.ws_acceptor(r, ws);
     if (!handlers) return ws->refuse(error_response(404, "not_found", "no WebSocket at this path"), version_);
     ws->accept(std::move(req), std::move(*handlers));
@@ -336,7 +223,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // not reset the connection before the client has read the answer.
   void drain() {
     beast::error_code ec;
-    tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp().socket().shutdown(net::socket_base::shutdown_send, ec);
     tcp().expires_after(kDrainTimeout);
     stream_.async_read_some(net::buffer(scratch_), [self = this->shared_from_this()](beast::error_code e, size_t) {
       if (e) return self->close();
@@ -353,11 +240,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void close() {
     beast::error_code ec;
-    tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    tcp().socket().shutdown(net::socket_base::shutdown_both, ec);
     tcp().socket().close(ec);
   }
 
-  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+  // The stream under TLS, if any: a beast::tcp_stream, or a unix_stream.
+  auto& tcp() { return beast::get_lowest_layer(stream_); }
 
   struct Waiting {
     HttpRequest r;
@@ -375,6 +263,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::optional<Waiting> waiting_;           // read, runs once slots_ is empty
   unsigned version_ = 11;
   std::string remote_;  // the peer's address, for HttpRequest::remote
+  std::optional<PeerCredentials> peer_;
   bool reading_ = false, writing_ = false;
   bool peer_done_ = false;
   bool draining_ = false;
@@ -462,6 +351,26 @@ void HttpServer::Impl::accept() {
   });
 }
 
+// The Unix socket speaks plain HTTP whatever enable_tls() says: it never leaves the host, and the kernel
+// names its peers.
+void HttpServer::Impl::accept_unix() {
+  unix_acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, local::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (!ec)
+      std::make_shared<Session<unix_stream>>(unix_stream(std::move(socket)), beast::flat_buffer(), *this)
+          ->start();
+    accept_unix();
+  });
+}
+
+HttpServer::Impl::~Impl() {
+  if (unix_path.empty()) return;
+  beast::error_code ec;
+  unix_acceptor.close(ec);
+  struct stat st {};
+  if (::lstat(unix_path.c_str(), &st) == 0 && st.st_ino == unix_inode) ::unlink(unix_path.c_str());
+}
+
 HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
 HttpServer::~HttpServer() = default;
 
@@ -492,6 +401,53 @@ Result<int> HttpServer::listen(const std::string& host, int port) {
                  "listen on " + host + ":" + std::to_string(port) + ": " + ec.message()};
   impl_->accept();
   return static_cast<int>(a.local_endpoint().port());
+}
+
+namespace {
+
+// Makes room for a new socket at `path`: nothing there, or a socket no process accepts on (left by a
+// scheduler that did not exit cleanly), which is removed. A live socket or any other file is an error.
+Status clear_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return ok();
+  if (!S_ISSOCK(st.st_mode))
+    return invalid("--unix-socket " + path + ": exists and is not a socket (not replaced)");
+  net::io_context io;
+  local::socket probe(io);
+  beast::error_code ec;
+  probe.connect(local::endpoint(path), ec);
+  if (!ec) return Error{ErrorCode::kUnavailable, "--unix-socket " + path + ": another process serves it"};
+  if (::unlink(path.c_str()) != 0)
+    return Error{ErrorCode::kUnavailable, "--unix-socket " + path + ": cannot remove the stale socket"};
+  return ok();
+}
+
+}  // namespace
+
+Status HttpServer::listen_unix(const std::string& path) {
+  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path))
+    return invalid("--unix-socket " + path + ": must be a path of 1.." +
+                   std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
+  if (auto s = clear_stale_socket(path); !s) return s;
+  auto& a = impl_->unix_acceptor;
+  beast::error_code ec;
+  a.open(local(), ec);
+  if (!ec) a.bind(local::endpoint(path), ec);
+  // Anyone on the host may connect: who they are comes from the kernel, not from the file's mode.
+  if (!ec && ::chmod(path.c_str(), 0666) != 0) ec = beast::error_code(errno, beast::system_category());
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    a.close(ec);
+    ::unlink(path.c_str());  // made by bind() when a later step failed; nothing was there before it
+    return Error{ErrorCode::kUnavailable, "listen on unix socket " + path + ": " + why};
+  }
+  struct stat st {};
+  ::lstat(path.c_str(), &st);
+  impl_->unix_path = path;
+  impl_->unix_inode = st.st_ino;
+  impl_->accept_unix();
+  return ok();
 }
 
 void HttpServer::run() {

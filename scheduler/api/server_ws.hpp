@@ -1,0 +1,165 @@
+// Internal to server.cpp, its only includer (Beast stays in that one translation unit; TOOLCHAIN.md): the
+// stream types, the peer of a connection, and the WebSocket session.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "scheduler/api/http.hpp"
+
+namespace railyard::api::server_detail {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using local = net::local::stream_protocol;
+// A connection on the Unix socket (HttpServer::listen_unix), with the timeouts of beast::tcp_stream.
+using unix_stream = beast::basic_stream<local>;
+
+constexpr auto kIdleTimeout = std::chrono::seconds(60);
+constexpr auto kWsHandshakeTimeout = std::chrono::seconds(30);
+// A WebSocket with no frame for this long is pinged at half of it and closed at the end; agents send a
+// heartbeat every few seconds, so only a dead peer reaches it.
+constexpr auto kWsIdleTimeout = std::chrono::seconds(60);
+
+// The kernel's credentials of a Unix-socket peer; TCP peers have none.
+inline std::optional<PeerCredentials> peer_of(tcp::socket&) { return std::nullopt; }
+inline std::optional<PeerCredentials> peer_of(local::socket& socket) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
+  return PeerCredentials{static_cast<uint32_t>(cred.uid), static_cast<uint32_t>(cred.gid),
+                         static_cast<int32_t>(cred.pid)};
+}
+
+// The peer as HttpRequest::remote and the audit log name it: "127.0.0.1", "unix:uid=1000".
+inline std::string remote_of(tcp::socket& socket) {
+  beast::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+inline std::string remote_of(local::socket& socket) {
+  const auto peer = peer_of(socket);
+  return peer ? "unix:uid=" + std::to_string(peer->uid) : "unix";
+}
+
+// One WebSocket connection: a read loop handing every message to on_message, and a write queue (one
+// async_write at a time, frames in order). Timeouts: handshake, idle with pings, 1 MiB per message.
+template <class Stream>
+class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<Stream>> {
+ public:
+  WsSession(Stream&& stream, std::string remote) : ws_(std::move(stream)), remote_(std::move(remote)) {}
+
+  void accept(http::request<http::string_body> req, WsHandlers handlers) {
+    req_ = std::move(req);
+    handlers_ = std::move(handlers);
+    beast::get_lowest_layer(ws_).expires_never();
+    ws_.set_option(websocket::stream_base::timeout{kWsHandshakeTimeout, kWsIdleTimeout, true});
+    ws_.read_message_max(kWsFrameLimit);
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "railyard-scheduler"); }));
+    ws_.async_accept(req_, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec) return self->finish();
+      self->open_ = true;
+      self->read();
+      self->flush();
+    });
+  }
+
+  // Refuses the upgrade with a plain HTTP answer.
+  void refuse(HttpResponse r, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>();
+    res->version(version);
+    res->result(static_cast<http::status>(r.status));
+    res->set(http::field::content_type, r.content_type);
+    res->body() = std::move(r.body);
+    res->keep_alive(false);
+    res->prepare_payload();
+    beast::get_lowest_layer(ws_).expires_after(kIdleTimeout);
+    http::async_write(
+        ws_.next_layer(), *res, [self = this->shared_from_this(), res](beast::error_code, size_t) {
+          beast::error_code ec;
+          beast::get_lowest_layer(self->ws_).socket().shutdown(net::socket_base::shutdown_both, ec);
+          beast::get_lowest_layer(self->ws_).socket().close(ec);
+        });
+  }
+
+  void send(std::string text) override {
+    if (finished_ || closing_) return;
+    queue_.push_back(std::move(text));
+    flush();
+  }
+
+  void close() override {
+    if (finished_ || closing_) return;
+    closing_ = true;
+    if (!open_) return finish();
+    flush();
+  }
+
+  std::string remote_address() const override { return remote_; }
+
+ private:
+  void read() {
+    ws_.async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->finish();
+      std::string msg = beast::buffers_to_string(self->buffer_.data());
+      self->buffer_.consume(self->buffer_.size());
+      if (self->handlers_.on_message) self->handlers_.on_message(msg);
+      if (!self->finished_) self->read();
+    });
+  }
+
+  void flush() {
+    if (!open_ || writing_ || finished_) return;
+    if (queue_.empty()) {
+      if (closing_) {
+        writing_ = true;
+        ws_.async_close(websocket::close_code::normal,
+                        [self = this->shared_from_this()](beast::error_code) { self->finish(); });
+      }
+      return;
+    }
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(net::buffer(queue_.front()),
+                    [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                      self->writing_ = false;
+                      if (ec) return self->finish();
+                      self->queue_.pop_front();
+                      self->flush();
+                    });
+  }
+
+  // Once: tells the owner, drops the handlers (they may hold this peer), closes the socket.
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    queue_.clear();
+    auto on_close = std::move(handlers_.on_close);
+    handlers_ = {};
+    if (on_close) on_close();
+    beast::error_code ec;
+    beast::get_lowest_layer(ws_).socket().close(ec);
+  }
+
+  websocket::stream<Stream> ws_;
+  http::request<http::string_body> req_;
+  WsHandlers handlers_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  std::string remote_;
+  bool open_ = false, writing_ = false, closing_ = false, finished_ = false;
+};
+
+}  // namespace railyard::api::server_detail
