@@ -161,6 +161,16 @@ Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddre
   return won;
 }
 
+// Who is an admin among the Unix socket's callers: root, this process's user, members of --admin-group.
+Result<api::PeerPolicy> peer_policy(const daemon::DaemonConfig& config) {
+  api::PeerPolicy peer{static_cast<uint32_t>(::geteuid()), std::nullopt};
+  if (config.admin_group.empty()) return peer;
+  auto gid = api::admin_group_id(config.admin_group);
+  if (!gid) return gid.error();
+  peer.admin_gid = *gid;
+  return peer;
+}
+
 int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   auto listen = daemon::parse_listen(config.listen);
   if (!listen) return fail(listen.error().message, 2);
@@ -247,18 +257,14 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   watch.start();
   hub.set_metrics_listener(
       [&watch](jobs::JobId job, const nlohmann::json& ev) { watch.on_metrics(job, ev); });
-  api::PeerPolicy peer{static_cast<uint32_t>(::geteuid()), std::nullopt};
-  if (!config.admin_group.empty()) {
-    auto gid = api::admin_group_id(config.admin_group);
-    if (!gid) return fail(gid.error().message, 2);
-    peer.admin_gid = *gid;
-  }
+  auto peer = peer_policy(config);
+  if (!peer) return fail(peer.error().message, 2);
   const std::string web_root = config.web_root == "none" ? ""
                                : config.web_root.empty() ? api::default_web_root(exe)
                                                          : config.web_root;
   if (!web_root.empty()) spdlog::info("serving web files from {}", web_root);
   api::Router router(service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster),
-                               web_root, peer});
+                               web_root, *peer});
   router.set_agent_hub(&hub);
   if (elector)
     router.set_ha_route(

@@ -170,6 +170,27 @@ TEST_F(UnixSocketAuthTest, AnotherUnixUserIsAUserAndCannotActForOthers) {
   EXPECT_EQ(drains, 1) << json(rows).dump();
 }
 
+TEST_F(UnixSocketAuthTest, MembersOfTheAdminGroupAreAdmins) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run a client as another uid (nobody)";
+  const passwd* found = ::getpwnam("nobody");
+  const group* gr = found ? ::getgrgid(found->pw_gid) : nullptr;
+  if (!found || !gr) GTEST_SKIP() << "this host has no user nobody with a named group";
+  const passwd nobody = *found;
+  const std::string group_name = gr->gr_name;
+  DaemonProcess bad(kBin, {"--listen", "127.0.0.1:0", "--db", db(), "--cluster", dir_.file("two.json"),
+                           "--unix-socket", sock(), "--admin-group", "no-such-group-here"});
+  EXPECT_EQ(bad.port(), 0) << "an unknown --admin-group must stop the start";
+  auto d = start({"--unix-socket", sock(), "--admin-group", group_name});
+  ASSERT_GT(d->port(), 0);
+  const json seen = as_user(nobody, sock(), [](HttpClient& c) {
+    return json{{"whoami", c.request("GET", "/api/v1/whoami").json()},
+                {"drain", c.request("POST", "/api/v1/nodes/n2/drain", R"({"reason": "x"})").status}};
+  });
+  ASSERT_TRUE(seen.is_object()) << "the child as nobody failed";
+  EXPECT_EQ(seen["whoami"]["role"], "admin") << seen.dump();
+  EXPECT_EQ(seen["drain"], 200);
+}
+
 TEST_F(UnixSocketAuthTest, AStaleSocketIsReplacedALiveOneKeptAndTheFileRemovedOnExit) {
   {  // A socket file nobody accepts on, as a killed scheduler leaves it.
     const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
