@@ -117,7 +117,10 @@ Error api_error(int status, const std::string& body, const std::string& method, 
     case 413:
       return invalid(message);
     case 401:
-      return {ErrorCode::kPermission, message + " (set a token with --token or RAILYARD_TOKEN)"};
+      return {ErrorCode::kPermission,
+              message +
+                  " (set a token with --token or RAILYARD_TOKEN, or on the scheduler's host use its Unix "
+                  "socket: --url unix:/PATH)"};
     case 403:
       return {ErrorCode::kPermission, message};
     case 404:
@@ -252,10 +255,17 @@ nlohmann::json Api::post(const std::string& target, const nlohmann::json& body) 
   return std::move(r).value();
 }
 
+bool Api::identified() const {
+  return !token_.empty() || std::all_of(urls_.begin(), urls_.end(),
+                                        [](const std::string& u) { return u.rfind("unix:", 0) == 0; });
+}
+
 void Api::require_token() const {
-  if (token_.empty())
-    fail({ErrorCode::kPermission, "no API token: pass --token, set RAILYARD_TOKEN, or run `railyard up` "
-                                  "(an admin creates tokens with `railyard token create`)"});
+  if (!identified())
+    fail(
+        {ErrorCode::kPermission,
+         "no API token: pass --token, set RAILYARD_TOKEN, or run `railyard up`; on the scheduler's host "
+         "--url unix:/PATH/railyard.sock needs none (an admin creates tokens with `railyard token create`)"});
 }
 
 std::string url_encode(const std::string& text) {

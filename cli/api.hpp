@@ -4,6 +4,8 @@
 // Resolution order for the URL and the token, first found wins:
 //   --url / --token / --ca-file  >  RAILYARD_URL / RAILYARD_TOKEN / RAILYARD_CA_FILE  >  the config file
 //   >  http://127.0.0.1:8600 (no token; the system's CA certificates for https://)
+// A unix:/PATH URL talks to the scheduler's Unix socket (`railyard-scheduler --unix-socket`): there a request
+// without a token is made by the Unix user running the command, so no token is needed.
 // The config file is $XDG_CONFIG_HOME/railyard/config, else $HOME/.config/railyard/config, with lines
 // `url = http(s)://...`, `token = ...` and `ca_file = PATH` ('#' starts a comment).
 #pragma once
@@ -73,6 +75,8 @@ class Api {
   Result<nlohmann::json> call_at(size_t index, const std::string& method, const std::string& target);
   const std::string& token() const { return token_; }
   bool has_token() const { return !token_.empty(); }
+  // Whether requests name their caller: a token, or a unix:/PATH URL (the kernel names the user).
+  bool identified() const;
 
   // Parsed JSON of a 2xx answer, or the error.
   Result<nlohmann::json> call(const std::string& method, const std::string& target,
@@ -80,7 +84,7 @@ class Api {
   // As call(), but a failure ends the command (cli_util.hpp fail()).
   nlohmann::json get(const std::string& target);
   nlohmann::json post(const std::string& target, const nlohmann::json& body = nlohmann::json::object());
-  // POSTs need a token: fails with a hint when none is configured.
+  // POSTs need a caller: fails with a hint when neither a token nor a unix: URL names one.
   void require_token() const;
 
  private:

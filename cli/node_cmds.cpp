@@ -170,12 +170,12 @@ void run_scheduler_tool(const std::vector<std::string>& args, const std::string&
   if (WEXITSTATUS(status) != 0) throw CLI::RuntimeError(WEXITSTATUS(status));
 }
 
-// --db or --state-dir: on the database; else through the API with an admin token (POST /tokens); with no
-// token configured, on the local cluster's database when there is one.
+// --db or --state-dir: on the database; else through the API as an admin (a token, or a unix: URL); with
+// neither, on the local cluster's database when there is one.
 void run_token_create(const TokenOptions& o) {
   const std::string role = o.admin ? "admin" : o.role;
   Api api(o.server);
-  if (o.db.empty() && o.state_dir.empty() && api.has_token()) {
+  if (o.db.empty() && o.state_dir.empty() && api.identified()) {
     Json body = {{"user", o.user}, {"role", role}};
     if (!o.expires.empty()) body["expires"] = o.expires;
     const Json t = api.post("/tokens", body);

@@ -33,6 +33,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
+// sockaddr_un::sun_path holds 108 bytes, the terminating NUL included.
+constexpr size_t kMaxUnixSocketPath = 108;
 
 struct UpOptions {
   int nodes = 2;
@@ -235,6 +237,10 @@ void run_up(const UpOptions& o) {
   // shared-storage model: only the leader opens it) and elect their leader through N etcd members.
   const std::string etcd_urls = o.ha > 0 ? start_etcd_members(dir, pids, o.ha) : "";
   const int schedulers = std::max(1, o.ha);
+  // The scheduler's Unix socket, where this host's users need no token (`railyard --url unix:PATH`). Not with
+  // --ha (each leader in turn would take over one path), nor where the path is too long for a socket.
+  const std::string sock = dir + "/railyard.sock";
+  const bool with_socket = o.ha == 0 && sock.size() < kMaxUnixSocketPath;
   std::vector<int> spids;
   std::vector<std::string> logs, urls;
   for (int i = 1; i <= schedulers; ++i) {
@@ -245,6 +251,7 @@ void run_up(const UpOptions& o) {
     if (!o.no_agents && o.shared_secret) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
     if (!o.no_agents && !o.shared_secret) sargv.push_back("--node-keys");
     if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
+    if (with_socket) sargv.insert(sargv.end(), {"--unix-socket", sock});
     if (o.ha > 0) {
       sargv.insert(sargv.end(), {"--ha-etcd", etcd_urls, "--ha-name", "s" + std::to_string(i)});
       fs::remove(log, ec);  // the leader is found by its "listening on" line: none from an earlier run
@@ -307,6 +314,9 @@ void run_up(const UpOptions& o) {
             << "railyard: state and logs in " << dir << "; stop with: railyard down"
             << (o.state_dir.empty() ? "" : " --state-dir " + dir) << "\n"
             << "railyard: dashboard: " << url.substr(0, url.find(',')) << "/\n";
+  if (with_socket)
+    std::cerr << "railyard: unix socket: " << sock << " (RAILYARD_URL=unix:" << sock
+              << " needs no token: you are the Unix user you run as)\n";
   if (!o.no_config) std::cerr << "railyard: URL and token written to " << config_file_path() << "\n";
   std::cout << "export RAILYARD_URL=" << url << "\nexport RAILYARD_TOKEN=" << token << std::endl;
 }
@@ -340,6 +350,8 @@ void add_up_command(CLI::App& app) {
   cmd->footer(R"txt(Prints two lines for a shell to eval (also written to the CLI config file):
   export RAILYARD_URL=http://127.0.0.1:8600
   export RAILYARD_TOKEN=...      (an admin token for you)
+Without --ha the scheduler also listens on STATE-DIR/railyard.sock: `railyard --url unix:STATE-DIR/railyard.sock
+...` (or RAILYARD_URL=unix:...) needs no token there, the kernel names the caller.
 
 Examples:
   railyard up --nodes 4 --profile dgx-h100

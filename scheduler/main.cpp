@@ -1,9 +1,11 @@
 // railyard-scheduler: the central controller (issue 5, first slice).
 //
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
-//                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys] [--heartbeat-timeout S]
+//                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys]
+//                      [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
+//                      [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
 //   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
@@ -15,6 +17,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -184,6 +187,16 @@ Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddre
   return won;
 }
 
+// Who is an admin among the Unix socket's callers: root, this process's user, members of --admin-group.
+Result<api::PeerPolicy> peer_policy(const daemon::DaemonConfig& config) {
+  api::PeerPolicy peer{static_cast<uint32_t>(::geteuid()), std::nullopt};
+  if (config.admin_group.empty()) return peer;
+  auto gid = api::admin_group_id(config.admin_group);
+  if (!gid) return gid.error();
+  peer.admin_gid = *gid;
+  return peer;
+}
+
 int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   auto listen = daemon::parse_listen(config.listen);
   if (!listen) return fail(listen.error().message, 2);
@@ -270,12 +283,14 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   watch.start();
   hub.set_metrics_listener(
       [&watch](jobs::JobId job, const nlohmann::json& ev) { watch.on_metrics(job, ev); });
+  auto peer = peer_policy(config);
+  if (!peer) return fail(peer.error().message, 2);
   const std::string web_root = config.web_root == "none" ? ""
                                : config.web_root.empty() ? api::default_web_root(exe)
                                                          : config.web_root;
   if (!web_root.empty()) spdlog::info("serving web files from {}", web_root);
-  api::Router router(
-      service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster), web_root});
+  api::Router router(service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster),
+                               web_root, *peer});
   router.set_agent_hub(&hub);
   if (elector)
     router.set_ha_route(
@@ -302,6 +317,11 @@ int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
   if (!config.tls_cert.empty()) {
     if (auto s = server.enable_tls(config.tls_cert, config.tls_key); !s) return fail(s.error().message, 2);
     spdlog::info("TLS on: HTTPS and WSS only (certificate {})", config.tls_cert);
+  }
+  if (!config.unix_socket.empty()) {
+    if (auto s = server.listen_unix(config.unix_socket); !s) return fail(s.error().message);
+    spdlog::info("unix socket {}: requests without a token are made by the connecting Unix user",
+                 config.unix_socket);
   }
   auto port = server.listen(listen->host, listen->port);
   if (!port) return fail(port.error().message);
@@ -369,6 +389,13 @@ int main(int argc, char** argv) {
                  "seconds a connection may take to send a request's header, idle keep-alive included; slower "
                  "ones are closed (default 10)")
       ->check(CLI::Range(1, 3600));
+  app.add_option(
+      "--unix-socket", config.unix_socket,
+      "also accept on this Unix socket (mode 0666, removed on exit): a request without a token is "
+      "made by the connecting Unix user (SO_PEERCRED), an admin when root, the scheduler's own user "
+      "or in --admin-group");
+  app.add_option("--admin-group", config.admin_group,
+                 "Unix group whose members are admins on the --unix-socket (default: none)");
   app.add_option("--ha-etcd", config.ha_etcd,
                  "high availability: etcd client URLs, comma-separated; the schedulers that share them elect a "
                  "leader, the others stand by (they answer /healthz and GET /api/v1/leader only) and take over "
@@ -420,7 +447,10 @@ int main(int argc, char** argv) {
                                                           {"tls_key", "--tls-key"},
                                                           {"submit_durability", "--submit-durability"},
                                                           {"max_connections", "--max-connections"},
-                                                          {"header_timeout", "--header-timeout"}};
+                                                          {"header_timeout", "--header-timeout"},
+
+                                                          {"unix_socket", "--unix-socket"},
+                                                          {"admin_group", "--admin-group"}};
     for (const auto& [key, flag] : dashed)
       if (app.count(flag) > 0) given.insert(key);
     if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);

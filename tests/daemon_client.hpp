@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,8 @@ struct HttpResult {
 class HttpClient {
  public:
   explicit HttpClient(int port) : port_(port) {}
+  // Over the Unix socket at `unix_path` (railyard-scheduler --unix-socket).
+  explicit HttpClient(std::string unix_path) : port_(0), unix_path_(std::move(unix_path)) {}
   ~HttpClient() { close_fd(); }
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -74,7 +77,21 @@ class HttpClient {
   }
 
  private:
+  bool connect_unix() {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    if (unix_path_.size() >= sizeof a.sun_path) return false;
+    unix_path_.copy(a.sun_path, unix_path_.size());
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close_fd();
+      return false;
+    }
+    buf_.clear();
+    return true;
+  }
   bool connect_fd() {
+    if (!unix_path_.empty()) return connect_unix();
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -133,6 +150,7 @@ class HttpClient {
   }
 
   int port_;
+  std::string unix_path_;
   int fd_ = -1;
   std::string buf_;
 };

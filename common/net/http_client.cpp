@@ -6,6 +6,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -22,10 +23,18 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
+using local = asio::local::stream_protocol;
 
 Result<HttpUrl> parse_http_url(const std::string& url, const std::string& what) {
   std::string rest = url;
   HttpUrl out;
+  if (rest.rfind("unix:", 0) == 0) {
+    out.unix_path = rest.substr(5);
+    out.host = "localhost";
+    if (out.unix_path.empty() || out.unix_path.front() != '/')
+      return invalid(what + " " + url + ": expected unix:/ABSOLUTE/PATH");
+    return out;
+  }
   if (rest.rfind("https://", 0) == 0) {
     out.tls = true;
     out.port = "443";
@@ -61,10 +70,11 @@ struct HttpClient::Impl {
   std::shared_ptr<ssl::context> tls_ctx;  // made on the first https connection
   std::optional<beast::tcp_stream> plain;
   std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
+  std::optional<beast::basic_stream<local>> unix_socket;
   beast::flat_buffer buffer;
   std::string failure;  // a reason richer than the error code (TLS verification)
 
-  bool connected() const { return plain.has_value() || secure.has_value(); }
+  bool connected() const { return plain.has_value() || secure.has_value() || unix_socket.has_value(); }
   beast::tcp_stream& tcp() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
 
   // Runs the operation just started to its end. The operations are asynchronous because only those honour
@@ -75,16 +85,27 @@ struct HttpClient::Impl {
   }
 
   void close() {
-    if (connected()) {
-      beast::error_code ignored;
-      tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
-      plain.reset();
-      secure.reset();
-    }
+    beast::error_code ignored;
+    if (unix_socket) unix_socket->socket().shutdown(local::socket::shutdown_both, ignored);
+    if (plain || secure) tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    plain.reset();
+    secure.reset();
+    unix_socket.reset();
     buffer.clear();
   }
 
+  beast::error_code connect_unix() {
+    beast::error_code ec;
+    unix_socket.emplace(io);
+    unix_socket->expires_after(timeout);
+    unix_socket->async_connect(local::endpoint(url.unix_path), [&ec](beast::error_code e) { ec = e; });
+    run();
+    if (ec) unix_socket.reset();
+    return ec;
+  }
+
   beast::error_code connect() {
+    if (!url.unix_path.empty()) return connect_unix();
     beast::error_code ec;
     tcp::resolver resolver(io);
     auto endpoints = resolver.resolve(url.host, url.port, ec);
@@ -128,13 +149,13 @@ struct HttpClient::Impl {
   template <class Stream>
   beast::error_code exchange_on(Stream& stream, const http::request<http::string_body>& req, HttpReply& reply) {
     beast::error_code ec;
-    tcp().expires_after(timeout);
+    beast::get_lowest_layer(stream).expires_after(timeout);
     http::async_write(stream, req, [&ec](beast::error_code e, size_t) { ec = e; });
     run();
     if (ec) return ec;
     http::response_parser<http::string_body> parser;
     parser.body_limit(256 * 1024 * 1024);
-    tcp().expires_after(timeout);
+    beast::get_lowest_layer(stream).expires_after(timeout);
     http::async_read(stream, buffer, parser, [&ec](beast::error_code e, size_t) { ec = e; });
     run();
     if (ec) return ec;
@@ -146,6 +167,7 @@ struct HttpClient::Impl {
   }
 
   beast::error_code exchange(const http::request<http::string_body>& req, HttpReply& reply) {
+    if (unix_socket) return exchange_on(*unix_socket, req, reply);
     return secure ? exchange_on(*secure, req, reply) : exchange_on(*plain, req, reply);
   }
 };

@@ -1,5 +1,5 @@
-// A small synchronous HTTP/1.1 client (http:// and https://) for the `railyard` command and
-// railyard-agent-exec.
+// A small synchronous HTTP/1.1 client (http://, https:// and unix:/PATH, a Unix socket) for the `railyard`
+// command and railyard-agent-exec.
 //
 // One connection, kept alive between requests and reopened once when the server closed it. Every
 // operation (resolve, connect, TLS handshake, write, read) has a timeout. https verifies the server's
@@ -21,9 +21,11 @@ struct HttpUrl {
   std::string host;
   std::string port = "80";  // 443 for https:// without a port
   std::string base_path;    // "" or "/prefix" without a trailing slash
+  std::string unix_path;    // unix:/PATH: plain HTTP over the Unix socket at PATH (host "localhost")
 };
 
-// "http://127.0.0.1:8600", "https://host:8600/", "127.0.0.1:8600" (scheme optional: http).
+// "http://127.0.0.1:8600", "https://host:8600/", "127.0.0.1:8600" (scheme optional: http),
+// "unix:/run/railyard.sock" (an absolute path).
 // Errors name `what` (e.g. "--url").
 Result<HttpUrl> parse_http_url(const std::string& url, const std::string& what = "--url");
 

@@ -2,6 +2,7 @@
 // that Boost.Beast stays inside server.cpp.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -14,12 +15,21 @@
 
 namespace railyard::api {
 
+// Who the kernel says is at the other end of a Unix-socket connection (SO_PEERCRED, read when it was
+// accepted). TCP connections have none.
+struct PeerCredentials {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int32_t pid = 0;
+};
+
 struct HttpRequest {
   std::string method;         // "GET", "POST", ...
   std::string target;         // path and query, as sent
   std::string authorization;  // the Authorization header, "" when absent
   std::string body;
-  std::string remote;  // the peer's address ("127.0.0.1"), for the audit log; "" when unknown
+  std::string remote;  // "127.0.0.1", "unix:uid=1000": the peer, for the audit log; "" when unknown
+  std::optional<PeerCredentials> peer;  // set on the Unix socket only
 };
 
 struct HttpResponse {

@@ -3,7 +3,9 @@
 //
 // One route table (routes.cpp, Router::routes()) lists every route: method, path pattern, who may call it
 // (Access) and its handler; nothing else decides who may do what. A request is matched against it (a path
-// that some route has but not with this method: 405 with Allow), then its caller is checked: no or a bad
+// that some route has but not with this method: 405 with Allow), then its caller is checked. The caller is
+// the bearer token's; on the Unix socket, a request without an Authorization header is made by the Unix
+// user the kernel names (peer_auth.hpp), with a token it is the token's as on TCP. No or a bad
 // token where one is needed: 401 (unknown, expired, revoked: the message says which); a valid token without
 // the role: 403 naming the rule. Tokens are accepted only in the Authorization header: a `token` or
 // `access_token` query parameter is refused with 400 before anything else. Every request to a mutating
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "scheduler/api/http.hpp"
+#include "scheduler/api/peer_auth.hpp"
 #include "scheduler/api/static_files.hpp"
 #include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/service.hpp"
@@ -52,6 +55,7 @@ struct RouterOptions {
   std::string version = "0.1.0";
   std::string topology_json;  // served by GET /topology
   std::string web_root;       // static files served at / ("" = none)
+  PeerPolicy peer;            // who is an admin among Unix-socket callers
 };
 
 inline constexpr size_t kMaxBatchJobs = 10'000;

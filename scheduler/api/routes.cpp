@@ -129,7 +129,12 @@ std::span<const Router::Entry> Router::table() {
        [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
       {{"GET", "/api/v1/whoami", A::kUser},
        [](Router&, Call& c) {
-         c.reply(json_response(200, {{"user", c.who->user}, {"role", store::to_string(c.who->role)}}));
+         json me = {{"user", c.who->user}, {"role", store::to_string(c.who->role)}, {"auth", "token"}};
+         if (c.who->uid) {
+           me["auth"] = "unix";
+           me["uid"] = *c.who->uid;
+         }
+         c.reply(json_response(200, me));
        }},
       {{"GET", "/api/v1/jobs", A::kJobRead},
        [](Router& r, Call& c) { c.reply(r.list_jobs(c.route, c.who ? &*c.who : nullptr)); }},
@@ -247,14 +252,20 @@ std::optional<HttpResponse> Router::check_access(const Entry& entry, Call& c) {
   const bool needs_token = a == Access::kUser || a == Access::kOwnerOrAdmin || a == Access::kAdmin ||
                            ((a == Access::kRead || a == Access::kJobRead) && options_.private_reads);
   if (!needs_token) return std::nullopt;
-  auto token = bearer_token(c.req.authorization);
-  if (!token)
-    return error_response(401, "unauthorized",
-                          "a bearer token is required (header Authorization: Bearer ...)");
-  auto auth = service_.authenticate(*token);
-  if (!auth) return error_response(auth.error());
-  if (!auth->caller) return error_response(401, "unauthorized", auth->refusal);
-  c.who = *auth->caller;
+  if (c.req.authorization.empty() && c.req.peer) {
+    auto who = peer_caller(*c.req.peer, options_.peer);
+    if (!who) return error_response(401, "unauthorized", who.error().message);
+    c.who = std::move(*who);
+  } else {
+    auto token = bearer_token(c.req.authorization);
+    if (!token)
+      return error_response(401, "unauthorized",
+                            "a bearer token is required (header Authorization: Bearer ...)");
+    auto auth = service_.authenticate(*token);
+    if (!auth) return error_response(auth.error());
+    if (!auth->caller) return error_response(401, "unauthorized", auth->refusal);
+    c.who = *auth->caller;
+  }
   if (c.audit) c.audit->actor = c.who->user;
   const std::string route_name = std::string(entry.info.method) + " " + std::string(entry.info.pattern);
   if (a == Access::kAdmin && !c.who->admin())

@@ -1,7 +1,11 @@
-// The only translation unit with Boost.Beast in the daemon (see TOOLCHAIN.md on compile cost).
+// The only translation unit with Boost.Beast in the daemon (see TOOLCHAIN.md on compile cost); its stream
+// helpers and WebSocket session are in ws_session.hpp.
 #include "scheduler/api/server.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -42,13 +46,18 @@ struct HttpServer::Impl {
   WsAcceptor ws_acceptor;
   BodyLimitFn body_limit = [](std::string_view) { return kDefaultBodyLimit; };
   ConcurrentFn concurrent;
-  std::shared_ptr<net::ssl::context> tls;  // set: every connection must be TLS
+  std::shared_ptr<net::ssl::context> tls;  // set: every TCP connection must be TLS
+  local::acceptor unix_acceptor{ioc};
+  std::string unix_path;  // the socket file listen_unix() made; removed by ~Impl when still the same file
+  ino_t unix_inode = 0;
   ServerLimits limits;
   std::shared_ptr<size_t> open = std::make_shared<size_t>(0);  // connections (ConnectionTicket)
   size_t refused_since_log = 0;
   std::chrono::steady_clock::time_point last_refusal_log;
 
+  ~Impl();
   void accept();
+  void accept_unix();
   void on_accept(tcp::socket socket);
   void refuse_full(tcp::socket& socket);
 };
@@ -65,9 +74,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // `buffer` holds bytes already read from the connection (the TLS detection's).
   Session(Stream&& stream, beast::flat_buffer&& buffer, HttpServer::Impl& server, ConnectionTicket ticket)
       : stream_(std::move(stream)), server_(server), ticket_(std::move(ticket)), buffer_(std::move(buffer)) {
-    beast::error_code ec;
-    auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
-    if (!ec) remote_ = ep.address().to_string();
+    remote_ = remote_of(tcp().socket());
+    peer_ = peer_of(tcp().socket());
   }
 
   void start() { read_header(); }
@@ -117,6 +125,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     r.target = std::string(req.target());
     r.authorization = std::string(req[http::field::authorization]);
     r.remote = remote_;
+    r.peer = peer_;
     const bool upgrade_req = server_.ws_acceptor && websocket::is_upgrade(req);
     const bool concurrent = !upgrade_req && server_.concurrent && server_.concurrent(r);
     if (upgrade_req || !concurrent || !all_pending_concurrent()) {
@@ -162,7 +171,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   // The connection leaves this session for a WsSession (accepted or refused).
   void upgrade(HttpRequest r, http::request<http::string_body> req) {
-    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_), std::move(ticket_));
+    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_), std::move(ticket_), remote_);
     auto handlers = server_.ws_acceptor(r, ws);
     if (!handlers) return ws->refuse(error_response(404, "not_found", "no WebSocket at this path"), version_);
     ws->accept(std::move(req), std::move(*handlers));
@@ -234,7 +243,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // not reset the connection before the client has read the answer.
   void drain() {
     beast::error_code ec;
-    tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp().socket().shutdown(net::socket_base::shutdown_send, ec);
     tcp().expires_after(kDrainTimeout);
     scratch_.resize(64 * 1024);  // only here: an idle connection holds no such buffer
     stream_.async_read_some(net::buffer(scratch_), [self = this->shared_from_this()](beast::error_code e, size_t) {
@@ -252,11 +261,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void close() {
     beast::error_code ec;
-    tcp().socket().shutdown(tcp::socket::shutdown_both, ec);
+    tcp().socket().shutdown(net::socket_base::shutdown_both, ec);
     tcp().socket().close(ec);
   }
 
-  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+  // The stream under TLS, if any: a beast::tcp_stream, or a unix_stream.
+  auto& tcp() { return beast::get_lowest_layer(stream_); }
 
   struct Waiting {
     HttpRequest r;
@@ -275,6 +285,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::optional<Waiting> waiting_;           // read, runs once slots_ is empty
   unsigned version_ = 11;
   std::string remote_;  // the peer's address, for HttpRequest::remote
+  std::optional<PeerCredentials> peer_;
   bool reading_ = false, writing_ = false;
   bool peer_done_ = false;
   bool draining_ = false;
@@ -402,6 +413,32 @@ void HttpServer::Impl::refuse_full(tcp::socket& socket) {
   }
 }
 
+// The Unix socket speaks plain HTTP whatever enable_tls() says: it never leaves the host, and the kernel
+// names its peers. Its connections count towards --max-connections; one over the cap is closed.
+void HttpServer::Impl::accept_unix() {
+  unix_acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, local::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (!ec && *open < limits.max_connections)
+      std::make_shared<Session<unix_stream>>(unix_stream(std::move(socket)), beast::flat_buffer(), *this,
+                                             ConnectionTicket(open))
+          ->start();
+    if (!ec) return accept_unix();
+    spdlog::warn("accept on the unix socket: {}", ec.message());
+    accept_retry.expires_after(kAcceptRetryDelay);
+    accept_retry.async_wait([this](beast::error_code e) {
+      if (!e) accept_unix();
+    });
+  });
+}
+
+HttpServer::Impl::~Impl() {
+  if (unix_path.empty()) return;
+  beast::error_code ec;
+  unix_acceptor.close(ec);
+  struct stat st {};
+  if (::lstat(unix_path.c_str(), &st) == 0 && st.st_ino == unix_inode) ::unlink(unix_path.c_str());
+}
+
 HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
 HttpServer::~HttpServer() = default;
 
@@ -434,6 +471,53 @@ Result<int> HttpServer::listen(const std::string& host, int port) {
                  "listen on " + host + ":" + std::to_string(port) + ": " + ec.message()};
   impl_->accept();
   return static_cast<int>(a.local_endpoint().port());
+}
+
+namespace {
+
+// Makes room for a new socket at `path`: nothing there, or a socket no process accepts on (left by a
+// scheduler that did not exit cleanly), which is removed. A live socket or any other file is an error.
+Status clear_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return ok();
+  if (!S_ISSOCK(st.st_mode))
+    return invalid("--unix-socket " + path + ": exists and is not a socket (not replaced)");
+  net::io_context io;
+  local::socket probe(io);
+  beast::error_code ec;
+  probe.connect(local::endpoint(path), ec);
+  if (!ec) return Error{ErrorCode::kUnavailable, "--unix-socket " + path + ": another process serves it"};
+  if (::unlink(path.c_str()) != 0)
+    return Error{ErrorCode::kUnavailable, "--unix-socket " + path + ": cannot remove the stale socket"};
+  return ok();
+}
+
+}  // namespace
+
+Status HttpServer::listen_unix(const std::string& path) {
+  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path))
+    return invalid("--unix-socket " + path + ": must be a path of 1.." +
+                   std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
+  if (auto s = clear_stale_socket(path); !s) return s;
+  auto& a = impl_->unix_acceptor;
+  beast::error_code ec;
+  a.open(local(), ec);
+  if (!ec) a.bind(local::endpoint(path), ec);
+  // Anyone on the host may connect: who they are comes from the kernel, not from the file's mode.
+  if (!ec && ::chmod(path.c_str(), 0666) != 0) ec = beast::error_code(errno, beast::system_category());
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    a.close(ec);
+    ::unlink(path.c_str());  // made by bind() when a later step failed; nothing was there before it
+    return Error{ErrorCode::kUnavailable, "listen on unix socket " + path + ": " + why};
+  }
+  struct stat st {};
+  ::lstat(path.c_str(), &st);
+  impl_->unix_path = path;
+  impl_->unix_inode = st.st_ino;
+  impl_->accept_unix();
+  return ok();
 }
 
 void HttpServer::run() {

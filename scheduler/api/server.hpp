@@ -55,6 +55,11 @@ class HttpServer {
   Status enable_tls(const std::string& cert_file, const std::string& key_file);
   // Binds and listens; returns the bound port (useful with port 0).
   Result<int> listen(const std::string& host, int port);
+  // Also accepts on a Unix stream socket at `path` (plain HTTP, also with TLS on; at most 107 bytes):
+  // mode 0666, every request carrying the peer's kernel credentials (HttpRequest::peer). A stale socket
+  // there (none accepting) is replaced; a live one, or another kind of file, is an error. The file is
+  // removed when the server is destroyed, unless another socket has replaced it meanwhile.
+  Status listen_unix(const std::string& path);
   // Runs until stop() or SIGINT/SIGTERM.
   void run();
   void stop();

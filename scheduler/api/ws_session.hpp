@@ -1,6 +1,9 @@
 // Internal to scheduler/api/server.cpp, the one translation unit that includes it (Beast; see TOOLCHAIN.md on
-// compile cost): the WebSocket session and the count of open connections that --max-connections caps.
+// compile cost): the stream types, the peer of a connection, the WebSocket session and the count of open
+// connections that --max-connections caps.
 #pragma once
+
+#include <sys/socket.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -9,6 +12,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "scheduler/api/http.hpp"
@@ -20,6 +24,30 @@ namespace http = beast::http;
 namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using local = net::local::stream_protocol;
+// A connection on the Unix socket (HttpServer::listen_unix), with the timeouts of beast::tcp_stream.
+using unix_stream = beast::basic_stream<local>;
+
+// The kernel's credentials of a Unix-socket peer; TCP peers have none.
+inline std::optional<PeerCredentials> peer_of(tcp::socket&) { return std::nullopt; }
+inline std::optional<PeerCredentials> peer_of(local::socket& socket) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
+  return PeerCredentials{static_cast<uint32_t>(cred.uid), static_cast<uint32_t>(cred.gid),
+                         static_cast<int32_t>(cred.pid)};
+}
+
+// The peer as HttpRequest::remote and the audit log name it: "127.0.0.1", "unix:uid=1000".
+inline std::string remote_of(tcp::socket& socket) {
+  beast::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+inline std::string remote_of(local::socket& socket) {
+  const auto peer = peer_of(socket);
+  return peer ? "unix:uid=" + std::to_string(peer->uid) : "unix";
+}
 
 constexpr auto kWsHandshakeTimeout = std::chrono::seconds(30);
 // A WebSocket with no frame for this long is pinged at half of it and closed at the end; agents send a
@@ -51,11 +79,8 @@ class ConnectionTicket {
 template <class Stream>
 class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<Stream>> {
  public:
-  WsSession(Stream&& stream, ConnectionTicket ticket) : ws_(std::move(stream)), ticket_(std::move(ticket)) {
-    beast::error_code ec;
-    auto ep = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
-    if (!ec) remote_ = ep.address().to_string();
-  }
+  WsSession(Stream&& stream, ConnectionTicket ticket, std::string remote)
+      : ws_(std::move(stream)), ticket_(std::move(ticket)), remote_(std::move(remote)) {}
 
   void accept(http::request<http::string_body> req, WsHandlers handlers) {
     req_ = std::move(req);
@@ -86,7 +111,7 @@ class WsSession : public WsPeer, public std::enable_shared_from_this<WsSession<S
     http::async_write(ws_.next_layer(), *res,
                       [self = this->shared_from_this(), res](beast::error_code, size_t) {
                         beast::error_code ec;
-                        beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ec);
+                        beast::get_lowest_layer(self->ws_).socket().shutdown(net::socket_base::shutdown_both, ec);
                         beast::get_lowest_layer(self->ws_).socket().close(ec);
                       });
   }

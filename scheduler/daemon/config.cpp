@@ -66,7 +66,8 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
     };
     Status s = railyard::ok();
     if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
-        key == "agent_secret_file" || key == "tls_cert" || key == "tls_key") {
+        key == "agent_secret_file" || key == "tls_cert" || key == "tls_key" || key == "unix_socket" ||
+        key == "admin_group") {
       s = want(v.is_string(), "a string");
       if (s && !is_given) {
         std::string& field = key == "listen"              ? c.listen
@@ -76,6 +77,8 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
                              : key == "agent_secret_file" ? c.agent_secret_file
                              : key == "tls_cert"          ? c.tls_cert
                              : key == "tls_key"           ? c.tls_key
+                             : key == "unix_socket"       ? c.unix_socket
+                             : key == "admin_group"       ? c.admin_group
                                                           : c.preset;
         field = v.get<std::string>();
       }
@@ -120,7 +123,7 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
           file_path + ": " + key +
           ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
           "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-          "priority_weights, tls_cert, tls_key, submit_durability, max_connections, header_timeout)");
+          "priority_weights, tls_cert, tls_key, submit_durability, max_connections, header_timeout, unix_socket, admin_group)");
     }
     if (!s) return s;
   }

@@ -3,7 +3,8 @@
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
 //   "launch_timeout": 120, "compact_wait": 300, "priority_weights": "size=0", "tls_cert": "...",
-//   "tls_key": "...", "submit_durability": "synced", "max_connections": 4096, "header_timeout": 10});
+//   "tls_key": "...", "submit_durability": "synced", "max_connections": 4096, "header_timeout": 10,
+//   "unix_socket": "/run/railyard.sock", "admin_group": "railyard-admins"});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -38,6 +39,10 @@ struct DaemonConfig {
   std::string submit_durability = "synced";
   int max_connections = 4096;  // api::ServerLimits (1..1048576)
   int header_timeout_s = 10;   // api::ServerLimits (1..3600)
+  // A Unix socket to accept on as well ("" = none), whose callers the kernel names (api/peer_auth.hpp), and
+  // the group whose members are admins there ("" = only root and the scheduler's own user).
+  std::string unix_socket;
+  std::string admin_group;
   // High availability (issue 30; flags only): etcd client URLs, comma-separated ("" = no HA: today's single
   // scheduler); this instance's name; the URL clients reach it at ("" = http(s)://<listen>); the lease TTL.
   std::string ha_etcd;

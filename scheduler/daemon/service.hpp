@@ -67,6 +67,9 @@ namespace railyard::daemon {
 struct Caller {
   std::string user;
   store::Role role = store::Role::kUser;
+  // Set when the kernel named the caller (SO_PEERCRED on the Unix socket, api/peer_auth.hpp): their jobs
+  // are this user's whatever a spec says, admin or not (prepare()).
+  std::optional<uint32_t> uid;
   bool admin() const { return role == store::Role::kAdmin; }
 };
 
@@ -223,7 +226,8 @@ class Service {
   void record_audit(store::AuditRecord row);
 
   // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
-  // for someone else. `earlier`: the specs before this one in the submit() call that follows (a batch's
+  // for someone else. A caller the kernel named (Caller::uid) submits as themself: the spec's user is set
+  // to theirs. `earlier`: the specs before this one in the submit() call that follows (a batch's
   // entries so far), which give its id: a dependency may name only a lower one, and may name a task of
   // an array among them.
   Status prepare(jobs::JobSpec& spec, const Caller& who, std::span<const jobs::JobSpec> earlier = {}) const;

@@ -42,7 +42,7 @@ const jobs::JobSpec* Service::submitted_spec(JobId id, std::span<const jobs::Job
 
 Status Service::prepare(jobs::JobSpec& spec, const Caller& who,
                         std::span<const jobs::JobSpec> earlier) const {
-  if (spec.user.empty()) spec.user = who.user;
+  if (spec.user.empty() || who.uid) spec.user = who.user;
   if (spec.user != who.user && !who.admin())
     return Error{ErrorCode::kPermission, "user " + who.user + " may not submit jobs as " + spec.user};
   if (spec.project.empty()) spec.project = spec.user;

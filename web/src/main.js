@@ -1,4 +1,4 @@
-// The dashboard shell: hash routes (#/overview, #/jobs, #/job/ID, #/ttt, #/map, #/nodes), the admin
+// The dashboard shell: hash routes (#/overview, #/jobs, #/job/ID, #/ttt, #/map, #/nodes, #/audit), the admin
 // token form, and the live-update indicator. Each view module exports mount(root, params) → unmount.
 
 import {getToken, setToken, tokenRole} from './api.js';
@@ -11,8 +11,11 @@ import * as job from './views/job.js';
 import * as ttt from './views/ttt.js';
 import * as map from './views/map.js';
 import * as nodes from './views/nodes.js';
+import * as audit from './views/audit.js';
 
-const views = {overview, jobs, job, ttt, map, nodes};
+const views = {overview, jobs, job, ttt, map, nodes, audit};
+// Views only an admin sees: their nav links are hidden, and opening one by URL shows a note instead.
+const adminViews = {nodes: 'Nodes', audit: 'Audit'};
 const root = document.getElementById('view');
 let unmount = null;
 let isAdmin = false;
@@ -31,8 +34,8 @@ function route() {
   delete root.dataset.ready;
   for (const a of document.querySelectorAll('#nav a'))
     a.classList.toggle('active', a.dataset.view === (r.name === 'job' ? 'jobs' : r.name));
-  if (r.name === 'nodes' && !isAdmin) {
-    root.appendChild(h('p', {class: 'note'}, 'The Nodes view needs an admin token: use "Admin token" above.'));
+  if (adminViews[r.name] && !isAdmin) {
+    root.appendChild(h('p', {class: 'note'}, `The ${adminViews[r.name]} view needs an admin token: use "Admin token" above.`));
     return;
   }
   document.body.dataset.view = r.name;
@@ -44,7 +47,7 @@ async function refreshRole() {
   const status = document.getElementById('token-status');
   const role = await tokenRole();
   isAdmin = role === 'admin';
-  document.getElementById('nav-nodes').hidden = !isAdmin;
+  for (const name of Object.keys(adminViews)) document.getElementById(`nav-${name}`).hidden = !isAdmin;
   document.getElementById('token-btn').textContent = isAdmin ? 'Admin ✓' : 'Admin token';
   status.textContent = !getToken() ? '' : role === 'admin' ? 'admin token accepted'
                        : role === 'user' ? 'this token is not an admin token' : 'token refused';
