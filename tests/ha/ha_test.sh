@@ -6,7 +6,8 @@
 #                         elsewhere); a 2-node job runs; `railyard submit` runs in a loop (RAILYARD_URL lists
 #                         both) while s1 is killed with SIGKILL: s2 accepts submits within 10 s, no
 #                         acknowledged job is lost or duplicated, the running job keeps its processes, and s1
-#                         restarted is a standby. HA_SUBMITS (default 60) submits, HA_ETCD_MEMBERS (1) members.
+#                         restarted is a standby. HA_SUBMITS (default 60) submits, HA_ETCD_MEMBERS (1) members,
+#                         HA_LONG_LAUNCHER (none; mpi: the running job is a 2-node mpirun, 8 ranks).
 #   ha_test.sh cutoff     s1's etcd (its only member) is stopped with SIGSTOP: s1 exits (status 75) before its
 #                         lease can expire, s2 cannot lead meanwhile; after SIGCONT s2 leads and the job that
 #                         ran under s1 still runs.
@@ -17,11 +18,25 @@ source "$HERE/lib.sh"
 trap ha_cleanup EXIT
 ha_require
 
-LONG_SPEC='{"name":"long","nodes":2,"gpus_per_node":4,"launcher":"none","command":["sleep","3017"],"time_limit":7200}'
+LONG_LAUNCHER=${HA_LONG_LAUNCHER:-none}
+LONG_SPEC='{"name":"long","nodes":2,"gpus_per_node":4,"launcher":"'$LONG_LAUNCHER'","command":["sleep","3017"],"time_limit":7200}'
+# none: one process per node; mpi: one rank per GPU, through mpirun and a remote orted.
+LONG_PROCS=$([ "$LONG_LAUNCHER" = mpi ] && echo 8 || echo 2)
 SHORT_SPEC='{"name":"short","gpus":1,"command":["true"],"time_limit":60}'
 
 # The pids of the long job's processes (sleep 3017), sorted.
 long_pids() { pgrep -x sleep -a | awk '$3 == "3017" {print $1}' | sort | tr '\n' ' '; }
+
+# Every job id the scheduler at URL lists, a page of 10,000 at a time (newest first).
+all_job_ids() {
+  local page before=""
+  while :; do
+    page=$(curl -sf "$1/api/v1/jobs?order=desc&limit=10000${before:+&before=$before}")
+    echo "$page" | jq -r '.jobs[].id'
+    before=$(echo "$page" | jq -r '.next_before // empty')
+    [ -n "$before" ] || break
+  done
+}
 
 start_pair() {
   ha_start_etcd "${HA_ETCD_MEMBERS:-1}"
@@ -37,8 +52,12 @@ start_pair() {
   [ "${r##* }" = 201 ] || ha_fail "long job submit: $r"
   LONG=$(echo "${r% *}" | jq .id)
   ha_wait_state "$(ha_url s1)" "$LONG" RUNNING 60
-  PIDS_BEFORE=$(long_pids)
-  [ "$(echo "$PIDS_BEFORE" | wc -w)" = 2 ] || ha_fail "expected 2 processes of job $LONG, found: $PIDS_BEFORE"
+  local until=$((SECONDS + 30))
+  until PIDS_BEFORE=$(long_pids); [ "$(echo "$PIDS_BEFORE" | wc -w)" = "$LONG_PROCS" ] || [ $SECONDS -ge $until ]; do
+    sleep 0.1  # an MPI job is RUNNING once mpirun started: its ranks follow
+  done
+  [ "$(echo "$PIDS_BEFORE" | wc -w)" = "$LONG_PROCS" ] ||
+    ha_fail "expected $LONG_PROCS processes of job $LONG, found: $PIDS_BEFORE"
   ha_log "s1 leads; job $LONG runs as $PIDS_BEFORE"
 }
 
@@ -108,7 +127,7 @@ failover() {
   # Every acknowledged id is a job on the new leader, each once, and there is no other job.
   sort -n "$HA_DIR/acked" >"$HA_DIR/acked.sorted"
   [ "$(uniq "$HA_DIR/acked.sorted" | wc -l)" = "$n" ] || ha_fail "duplicate ids acknowledged"
-  curl -sf "$s2/api/v1/jobs?limit=10000" | jq -r '.jobs[].id' | sort -n >"$HA_DIR/stored"
+  all_job_ids "$s2" | sort -n >"$HA_DIR/stored"
   printf '%s\n' "$LONG" "$IDEM" "$PROBE" | cat - "$HA_DIR/acked.sorted" | sort -n >"$HA_DIR/expected"
   diff "$HA_DIR/expected" "$HA_DIR/stored" >"$HA_DIR/diff" ||
     ha_fail "jobs on the new leader differ from those acknowledged (< acknowledged, > stored): $(head -5 "$HA_DIR/diff")"
