@@ -48,6 +48,7 @@ struct HttpServer::Impl {
   ConcurrentFn concurrent;
   std::shared_ptr<net::ssl::context> tls;  // set: every TCP connection must be TLS
   local::acceptor unix_acceptor{ioc};
+  net::steady_timer unix_accept_retry{ioc};  // its own: a second wait on accept_retry would cancel the first
   std::string unix_path;  // the socket file listen_unix() made; removed by ~Impl when still the same file
   ino_t unix_inode = 0;
   ServerLimits limits;
@@ -424,8 +425,8 @@ void HttpServer::Impl::accept_unix() {
           ->start();
     if (!ec) return accept_unix();
     spdlog::warn("accept on the unix socket: {}", ec.message());
-    accept_retry.expires_after(kAcceptRetryDelay);
-    accept_retry.async_wait([this](beast::error_code e) {
+    unix_accept_retry.expires_after(kAcceptRetryDelay);
+    unix_accept_retry.async_wait([this](beast::error_code e) {
       if (!e) accept_unix();
     });
   });
