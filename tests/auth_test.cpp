@@ -14,13 +14,10 @@ using nlohmann::json;
 
 const std::string kBin = RAILYARD_SCHEDULER_BIN;
 
-constexpr const char* kCluster = R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}],
-  "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n[1-2]"}]})";
-
 class AuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::ofstream(dir_.file("two.json")) << kCluster;
+    std::ofstream(dir_.file("two.json")) << kOneLeafCluster;
     alice_ = create_token(kBin, db(), "alice", "user");
     bob_ = create_token(kBin, db(), "bob", "user");
     root_ = create_token(kBin, db(), "root", "admin");

@@ -24,6 +24,11 @@
 
 namespace railyard::testing {
 
+// Two dgx-h100 nodes under one leaf switch: the cluster of the API tests that need no placement choice.
+inline constexpr const char* kOneLeafCluster =
+    R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}],
+  "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n[1-2]"}]})";
+
 struct HttpResult {
   int status = 0;  // 0: no answer (connection failed)
   std::string body;

@@ -20,9 +20,6 @@ using nlohmann::json;
 
 const std::string kBin = RAILYARD_SCHEDULER_BIN;
 
-constexpr const char* kCluster = R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}],
-  "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n[1-2]"}]})";
-
 struct Expected {
   const char* role;
   const char* body;  // sent with the request ("" = none)
@@ -94,7 +91,7 @@ TEST(RouteRoles, CodeTableMatchesTheRolesThisTestHolds) {
 class RouteWalk : public ::testing::TestWithParam<bool> {  // the parameter: --private
  protected:
   void SetUp() override {
-    std::ofstream(dir_.file("two.json")) << kCluster;
+    std::ofstream(dir_.file("two.json")) << kOneLeafCluster;
     std::filesystem::create_directories(dir_.file("web"));
     std::ofstream(dir_.file("web/index.html")) << "<!doctype html><title>railyard</title>";
     alice_ = create_token(kBin, db(), "alice", "user");

@@ -20,9 +20,6 @@ using nlohmann::json;
 
 const std::string kBin = RAILYARD_SCHEDULER_BIN;
 
-constexpr const char* kCluster = R"({"name": "two", "nodes": [{"names": "n[1-2]", "profile": "dgx-h100"}],
-  "switches": [{"name": "leaf1", "level": "leaf", "nodes": "n[1-2]"}]})";
-
 std::string user_name(uid_t uid) {
   const passwd* pw = ::getpwuid(uid);
   return pw ? pw->pw_name : "";
@@ -33,7 +30,7 @@ class UnixSocketAuthTest : public ::testing::Test {
   void SetUp() override {
     // Other users must reach the socket inside the temp dir (mkdtemp makes it 0700).
     ::chmod(dir_.file("").c_str(), 0755);
-    std::ofstream(dir_.file("two.json")) << kCluster;
+    std::ofstream(dir_.file("two.json")) << kOneLeafCluster;
     alice_ = create_token(kBin, db(), "alice", "user");
   }
   std::string db() const { return dir_.file("state.db"); }
