@@ -225,7 +225,8 @@ Result<nlohmann::json> Api::call(const std::string& method, const std::string& t
       return reply ? Error{ErrorCode::kUnavailable, "no scheduler of " + std::to_string(urls_.size()) +
                                                         " leads (last: " + urls_[current_] + ")"}
                    : reply.error();
-    // Follow the hint when it is one of ours (or add it), else try the next URL; pause after a round.
+    // Follow the hint when it is one of ours (or add it), else try the next URL at once (a dead first URL
+    // costs a refused connect, not a pause); pause after each full round.
     size_t next = (current_ + 1) % urls_.size();
     if (!hint.empty()) {
       auto it = std::find(urls_.begin(), urls_.end(), hint);
@@ -236,8 +237,7 @@ Result<nlohmann::json> Api::call(const std::string& method, const std::string& t
       next = static_cast<size_t>(it - urls_.begin());
       if (next == current_) next = (current_ + 1) % urls_.size();  // it names itself: not ready yet
     }
-    if (hint.empty() || tries % static_cast<int>(urls_.size()) == 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (tries % static_cast<int>(urls_.size()) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     current_ = next;
   }
 }
