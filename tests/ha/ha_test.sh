@@ -24,8 +24,24 @@ LONG_SPEC='{"name":"long","nodes":2,"gpus_per_node":4,"launcher":"'$LONG_LAUNCHE
 LONG_PROCS=$([ "$LONG_LAUNCHER" = mpi ] && echo 8 || echo 2)
 SHORT_SPEC='{"name":"short","gpus":1,"command":["true"],"time_limit":60}'
 
-# The pids of the long job's processes (sleep 3017), sorted.
-long_pids() { pgrep -x sleep -a | awk '$3 == "3017" {print $1}' | sort | tr '\n' ' '; }
+# Whether process $1 descends from process $2 (through /proc's parent links).
+descends_from() {
+  local p=$1
+  while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+    [ "$p" = "$2" ] && return 0
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)
+  done
+  return 1
+}
+
+# The pids of the long job's processes (sleep 3017 under this test's agent: not a rank of another run that
+# is still going away), sorted.
+long_pids() {
+  local p
+  for p in $(pgrep -x sleep -a | awk '$3 == "3017" {print $1}'); do
+    descends_from "$p" "${HA_PID[agent]}" && echo "$p"
+  done | sort | tr '\n' ' '
+}
 
 # Every job id the scheduler at URL lists, a page of 10,000 at a time (newest first).
 all_job_ids() {
