@@ -19,7 +19,7 @@ BUILD=$(cd "${1:-build/release}" && pwd)
 REPS=${REPS:-3}
 JOBS=${JOBS:-10000}
 PER_AGENT=${PER_AGENT:-8}
-SIZES=${SIZES:-1 8 64}
+SIZES=${SIZES-1 8 64}  # "" skips the latency runs
 WAIT_S=${WAIT_S:-900}
 HA=${HA:-0}  # 3: `railyard up --ha 3` (3 etcd members, 3 schedulers); the figures are the leader's
 export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
@@ -37,7 +37,6 @@ up() {  # up NODES PER_AGENT: start a cluster in a fresh state dir; sets DIR, S,
   DIR=$WORK/c$1
   eval "$(railyard up --nodes "$1" --profile dgx-h100 --state-dir "$DIR" --port 0 --emulate-nodes "$2" \
     --no-config --timeout 120 $( ((HA > 0)) && echo --ha "$HA") 2>"$WORK/up.log")"
-  cat "$WORK/up.log" >>"$WORK/up-all.log"
   S=${RAILYARD_URL%%,*}/api/v1  # with --ha the leader's address comes first
   T=$RAILYARD_TOKEN
   SCHED=$(sed -n 's/.*scheduler pid \([0-9]*\).*/\1/p' "$WORK/up.log" | tail -1)
