@@ -10,8 +10,6 @@
 #include <thread>
 #include <utility>
 
-#include "jobs/validate.hpp"
-#include "scheduler/api/auth.hpp"
 #include "scheduler/core/cycle.hpp"
 #include "scheduler/daemon/guarded.hpp"
 
