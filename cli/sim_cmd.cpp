@@ -162,12 +162,11 @@ std::vector<sim::SimResult> run_policies(const SimCmdOptions& o, const topology:
   return results;
 }
 
-void write_jobs_out(const std::string& path, const std::vector<sim::SimResult>& results,
-                    const std::vector<sim::TraceJob>& jobs) {
+void write_jobs_out(const std::string& path, const std::vector<sim::SimResult>& results) {
   std::ofstream out(path);
   if (!out) fail(invalid("cannot write --jobs-out file \"" + path + "\""));
   sim::write_jobs_csv_header(out);
-  for (const auto& r : results) sim::write_jobs_csv(out, r, jobs);
+  for (const auto& r : results) sim::write_jobs_csv(out, r);
   out.flush();
   if (!out) fail(internal_error("write error on \"" + path + "\""));
 }
@@ -221,7 +220,7 @@ void run_sim(const SimCmdOptions& o) {
   const auto results = run_policies(o, cluster, trace.jobs, policies);
   std::vector<sim::PolicyReport> reports;
   for (const auto& r : results) reports.push_back(sim::summarize(r, trace.skipped_rows));
-  if (!o.jobs_out.empty()) write_jobs_out(o.jobs_out, results, trace.jobs);
+  if (!o.jobs_out.empty()) write_jobs_out(o.jobs_out, results);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (o.json) {
     std::cout << sim::to_json(reports, wall).dump(2) << std::endl;

@@ -14,15 +14,16 @@ set(rules
   "scheduler/placement=${base} scheduler/model scheduler/placement"
   "scheduler/queue=${base} scheduler/model scheduler/placement scheduler/queue"
   "scheduler/core=${core}"
-  "scheduler/sim=${core} scheduler/sim"
-  "scheduler/store=${base} scheduler/model scheduler/store"
+  "scheduler/lifecycle=${core} scheduler/lifecycle"
+  "scheduler/sim=${core} scheduler/lifecycle scheduler/sim"
+  "scheduler/store=${base} scheduler/model scheduler/lifecycle scheduler/store"
   # The token hash is the one thing the daemon takes from the API layer (issue 29 lists it to move down).
-  "scheduler/daemon=${core} scheduler/store scheduler/daemon scheduler/api/auth.hpp"
-  "scheduler/api=${core} scheduler/store scheduler/daemon scheduler/api"
+  "scheduler/daemon=${core} scheduler/lifecycle scheduler/store scheduler/daemon scheduler/api/auth.hpp"
+  "scheduler/api=${core} scheduler/lifecycle scheduler/store scheduler/daemon scheduler/api"
   "scheduler/ha=common scheduler/api scheduler/ha"
   "scheduler=${core} common scheduler"
   "agent=${base} agent"
-  "cli=${core} scheduler/sim cli")
+  "cli=${core} scheduler/lifecycle scheduler/sim cli")
 set(roots common topology jobs scheduler agent cli)
 
 set(globs)

@@ -5,7 +5,7 @@
 //   "0-999"   "1,3,5-9"   "0-98:2"   "0-4999%64"
 //
 // The daemon stores an array as one record and creates its tasks as jobs lazily, a window at a time
-// (scheduler/daemon/job_table.hpp), so a 5,000-task array costs one row to submit.
+// (scheduler/lifecycle/job_table.hpp), so a 5,000-task array costs one row to submit.
 #pragma once
 
 #include <cstdint>

@@ -29,7 +29,7 @@ HttpResponse Router::job_events(const Route& route) {
   auto id = to_int(route.seg[1]);
   if (!id || !service_.table().find(*id))
     return error_response(404, "not_found", "job " + route.seg[1] + " not found");
-  auto ev = service_.store().events(daemon::job_subject(*id), kMaxRows);
+  auto ev = service_.store().events(lifecycle::job_subject(*id), kMaxRows);
   if (!ev) return error_response(ev.error());
   json out = json::array();
   for (const auto& e : *ev)

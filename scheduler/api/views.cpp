@@ -24,8 +24,8 @@ std::string gpu_type_of(const store::JobRecord& r, const topology::Cluster& c) {
   return g >= 0 ? c.profile_of(c.node_of(g)).gpu_type : "any";
 }
 
-json array_tasks_json(const store::JobRecord& r, const daemon::JobTable& table) {
-  const daemon::ArrayProgress* a = r.spec.array ? table.array(r.id) : nullptr;
+json array_tasks_json(const store::JobRecord& r, const lifecycle::JobTable& table) {
+  const lifecycle::ArrayProgress* a = r.spec.array ? table.array(r.id) : nullptr;
   if (!a) return nullptr;
   return {{"total", a->total},
           {"created", a->created()},
@@ -36,7 +36,7 @@ json array_tasks_json(const store::JobRecord& r, const daemon::JobTable& table) 
 
 }  // namespace
 
-json job_json(const store::JobRecord& r, const daemon::JobTable& table) {
+json job_json(const store::JobRecord& r, const lifecycle::JobTable& table) {
   const topology::Cluster& cluster = table.cluster();
   json gpu_ids = json::array();
   for (auto g : r.gpus) gpu_ids.push_back(g);
@@ -87,7 +87,7 @@ json placement_estimate_json(const store::JobRecord& r, const topology::Cluster&
           {"rail_aligned", e.rail_aligned}};
 }
 
-json nodes_json(const daemon::JobTable& table) {
+json nodes_json(const lifecycle::JobTable& table) {
   const auto& c = table.cluster();
   const std::vector<jobs::JobId> owners = table.gpu_owners();
   json out = json::array();
@@ -110,7 +110,7 @@ json nodes_json(const daemon::JobTable& table) {
   return out;
 }
 
-json utilization_json(const daemon::JobTable& table, int64_t since, int64_t until, int64_t step,
+json utilization_json(const lifecycle::JobTable& table, int64_t since, int64_t until, int64_t step,
                       int64_t now) {
   // A sweep over (time, +-GPUs) events clipped to the window, in one pass over the history.
   // Every run counts, the earlier runs of requeued jobs too.
@@ -148,7 +148,7 @@ json utilization_json(const daemon::JobTable& table, int64_t since, int64_t unti
           {"samples", std::move(samples)}};
 }
 
-std::string metrics_text(const daemon::JobTable& table, const daemon::ServiceStats& stats) {
+std::string metrics_text(const lifecycle::JobTable& table, const daemon::ServiceStats& stats) {
   constexpr std::array kStates = {jobs::JobState::kPending,   jobs::JobState::kHeld,
                                   jobs::JobState::kStarting,  jobs::JobState::kRunning,
                                   jobs::JobState::kCompleted, jobs::JobState::kFailed,

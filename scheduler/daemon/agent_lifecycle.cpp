@@ -246,28 +246,7 @@ void AgentHub::maybe_release(const std::string& alloc) {
 
 void AgentHub::end_job(WriteBatch& b, const store::JobRecord& r, JobState end, std::optional<int> exit_code,
                        const std::string& reason, const std::string& actor, bool may_requeue) {
-  const int64_t now = service_.now();
-  for (const auto& u : b.updates)
-    if (u.id == r.id) return;  // already ended by this batch
-  if (may_requeue && r.spec.requeue) {
-    store::JobRecord q;
-    q.id = r.id;
-    q.spec = r.spec;
-    q.submit_time = r.submit_time;
-    q.attempt = r.attempt;
-    q.reason = "requeued after " + std::string(jobs::to_string(end)) + ": " + reason;
-    b.events.push_back({job_subject(r.id), now, actor, q.reason});
-    b.updates.push_back(std::move(q));
-    return;
-  }
-  store::JobRecord e = r;
-  e.state = end;
-  e.end_time = now;
-  e.exit_code = exit_code;
-  e.reason = end == JobState::kCompleted ? "" : reason;
-  b.events.push_back({job_subject(r.id), now, actor,
-                      std::string(jobs::to_string(end)) + (reason.empty() ? "" : ": " + reason)});
-  b.updates.push_back(std::move(e));
+  JobTable::end_changes(b, r, end, exit_code, reason, actor, may_requeue, service_.now());
 }
 
 void AgentHub::on_launched(const protocol::Launched& m) {
@@ -292,13 +271,7 @@ void AgentHub::running_if_launched(WriteBatch& b, const store::JobRecord& r, con
                                    const std::string& alloc, const std::string& node) {
   const bool all = r.spec.launcher == jobs::Launcher::kMpi ? t.launched.count(t.nodes.front()) > 0
                                                            : t.launched.size() >= t.nodes.size();
-  if (!all || r.state != JobState::kStarting) return;
-  for (const auto& u : b.updates)
-    if (u.id == r.id) return;
-  store::JobRecord u = r;
-  u.state = JobState::kRunning;
-  b.events.push_back({job_subject(r.id), service_.now(), "agent:" + node, "running as " + alloc});
-  b.updates.push_back(std::move(u));
+  if (all) JobTable::running_changes(b, r, "agent:" + node, "running as " + alloc, service_.now());
 }
 
 void AgentHub::on_launch_failed(const protocol::LaunchFailed& m) {
@@ -400,20 +373,7 @@ void AgentHub::on_metrics(const Conn& c, const protocol::Metrics& m) {
 
 void AgentHub::nodes_down(const std::vector<std::string>& names, const std::string& reason) {
   if (names.empty()) return;
-  const int64_t now = service_.now();
-  WriteBatch b;
-  for (const auto& n : names) {
-    b.nodes.push_back({n, sched::NodeHealth::kDown, reason});
-    b.events.push_back({"node:" + n, now, "scheduler", "down: " + reason});
-  }
-  for (const auto& [id, r] : service_.table().jobs()) {
-    if (!live(r.state)) continue;
-    for (const auto& n : names)
-      if (contains(r.nodes, n)) {
-        end_job(b, r, JobState::kNodeFail, std::nullopt, "node " + n + " down: " + reason, "scheduler", true);
-        break;
-      }
-  }
+  WriteBatch b(service_.table().nodes_down_changes(names, reason, service_.now()));
   spdlog::warn("{} nodes DOWN: {}", names.size(), reason);
   if (auto s = commit(b); !s) spdlog::error("node down: commit failed: {}", s.error().message);
 }

@@ -160,11 +160,12 @@ Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who
     return Error{ErrorCode::kPermission, "job " + std::to_string(id) + " belongs to " + cur->spec.user +
                                              "; only its owner or an admin may " + std::string(verb(event)) +
                                              " it"};
-  auto batch = table_.event_changes(id, event, who.user, clock_());
-  if (!batch) return batch.error();
-  if (audit) batch->audit.push_back(*audit);
-  if (auto s = write(*batch); !s) return s.error();
-  applied(*batch);
+  auto changes = table_.event_changes(id, event, who.user, clock_());
+  if (!changes) return changes.error();
+  WriteBatch batch(std::move(*changes));
+  if (audit) batch.audit.push_back(*audit);
+  if (auto s = write(batch); !s) return s.error();
+  applied(batch);
   spdlog::info("job {} {} by {}", id, jobs::to_string(event), who.user);
   request_pass();
   return *table_.find(id);
@@ -281,9 +282,8 @@ void Service::run_pass() {
 void Service::tend_arrays() {
   if (!table_.has_open_arrays()) return;
   JobId next = next_id_;
-  WriteBatch b = table_.array_changes(clock_(), next);
+  WriteBatch b(table_.array_changes(clock_(), next), store::Durability::kWritten);
   if (b.empty()) return;
-  b.durability = store::Durability::kWritten;
   if (auto s = write(b); !s) {
     spdlog::error("array tasks: commit failed: {}", s.error().message);
     return;
@@ -327,8 +327,7 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
   const int64_t now = clock_();
   note_compact_waits(work);
   auto changes = table_.plan_changes(work.plan, now);
-  WriteBatch& b = changes.batch;
-  b.durability = store::Durability::kWritten;  // a start lost with the machine is placed again
+  WriteBatch b(std::move(changes.batch), store::Durability::kWritten);  // a lost start is placed again
   if (auto s = write(b); !s) {
     spdlog::error("scheduling pass: commit failed: {}", s.error().message);
     last_pass_end_ = Clock::now();

@@ -59,10 +59,17 @@
 #include <vector>
 
 #include "scheduler/core/cycle.hpp"
-#include "scheduler/daemon/job_table.hpp"
+#include "scheduler/lifecycle/job_table.hpp"
 #include "scheduler/store/state_store.hpp"
 
 namespace railyard::daemon {
+
+using jobs::JobId;
+using lifecycle::ArrayProgress;
+using lifecycle::job_subject;
+using lifecycle::JobTable;
+using store::JobRecord;
+using store::WriteBatch;
 
 struct Caller {
   std::string user;

@@ -188,10 +188,9 @@ void write_jobs_csv_header(std::ostream& out) {
   out << "job_id,policy,submit_s,start_s,end_s,gpus,nodes,leaves_spanned,min_leaves,comm_slowdown\n";
 }
 
-void write_jobs_csv(std::ostream& out, const SimResult& result, const std::vector<TraceJob>& trace) {
-  for (size_t i = 0; i < result.jobs.size() && i < trace.size(); ++i) {
-    const JobResult& j = result.jobs[i];
-    out << trace[i].job_id << ',' << result.policy << ',' << j.submit << ',';
+void write_jobs_csv(std::ostream& out, const SimResult& result) {
+  for (const JobResult& j : result.jobs) {
+    out << j.name << ',' << result.policy << ',' << j.submit << ',';
     if (j.first_start >= 0) out << j.first_start;
     out << ',';
     if (j.end >= 0) out << j.end;

@@ -1,5 +1,6 @@
-// Discrete-event simulator: replays a trace through the real scheduling core (sched::schedule) with a
-// virtual clock. Event loop, ordering rules and the slowdown model: scheduler/sim/README.md.
+// Discrete-event simulator: replays a trace through the daemon's job lifecycle and scheduling core
+// (VirtualCluster: lifecycle::JobTable and sched::Scheduler) on a virtual clock. Event loop, ordering rules
+// and the slowdown model: scheduler/sim/README.md.
 //
 // Contract: deterministic (same cluster, trace, policy and options give the same JobResults); one run owns
 // all its state, so runs of different policies share nothing but the immutable Cluster and may run on
@@ -38,9 +39,10 @@ struct SimOptions {
   double fairshare_half_life_s = 7 * 24 * 3600.0;
 };
 
-// What happened to one trace job. Times are virtual seconds; -1 = never.
+// What happened to one job: a trace row, or one task of a row's array. Times are virtual seconds; -1 = never.
 struct JobResult {
-  sched::JobId id = 0;  // 1 + index in the (sorted) trace
+  sched::JobId id = 0;  // the lifecycle's id: 1 + index in the (sorted) trace while no row is an array
+  std::string name;     // the row's job_id; a task's is job_id_INDEX
   int64_t submit = 0;
   int64_t first_start = -1;
   int64_t end = -1;
@@ -57,7 +59,7 @@ struct JobResult {
 
 struct SimResult {
   std::string policy;
-  std::vector<JobResult> jobs;  // in trace order
+  std::vector<JobResult> jobs;  // by id (an array itself has none; tasks never created have none)
   int cluster_gpus = 0;
   double busy_gpu_s = 0;        // integral of GPUs held over time
   double free_gpu_s = 0;        // integral of free GPUs over [first submit, last end]
@@ -67,7 +69,7 @@ struct SimResult {
   int64_t preemptions = 0;
   int64_t rejected = 0;
   int64_t unfinished = 0;      // still pending when no event was left
-  int64_t plan_conflicts = 0;  // starts refused because a GPU was already held (a core bug if ever > 0)
+  int64_t plan_conflicts = 0;  // starts the lifecycle's re-check dropped (a core bug if ever > 0)
   int64_t passes = 0;
   double wall_s = 0;
 };

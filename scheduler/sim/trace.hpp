@@ -1,4 +1,9 @@
-// Job traces for the simulator: CSV `job_id,submit_s,duration_s,num_gpus,user,status` (header line).
+// Job traces for the simulator: CSV with a header line naming its columns: `job_id,submit_s,duration_s,
+// num_gpus,user` and, optional, in any order after them, `status` (failed or killed, in any case: the job
+// ends FAILED; anything else: COMPLETED), `dependency` (Slurm's --dependency text with trace job_ids for job ids and `;` for `,`:
+// "afterok:prep_1;afterany:eval", "afterok:sweep_3" for the task with index 3 of array row "sweep",
+// "aftercorr:sweep") and `array` (Slurm's --array text: "0-99%8"; the row is an array of that many tasks,
+// each of the row's duration and GPUs). A dependency must name a row submitted before this one.
 //
 // Reading applies, in this order: the --user filter (rows of other users are dropped unchecked), row
 // validation (a bad row is reported with its file line and skipped, or stops the read), --scale-gpus,
@@ -9,10 +14,13 @@
 
 #include <cstdint>
 #include <istream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.hpp"
+#include "jobs/array.hpp"
+#include "jobs/spec.hpp"
 
 namespace railyard::sim {
 
@@ -23,6 +31,15 @@ struct TraceJob {
   int gpus = 0;           // after --scale-gpus
   std::string user;
   int line = 0;  // 1-based line in the file (the header is line 1)
+  bool fails = false;  // status failed or killed: ends FAILED (exit code 1) after its duration
+  // A row it depends on (an index into Trace::jobs, always a smaller one), as its dependency column says.
+  struct After {
+    jobs::Dependency::Type type = jobs::Dependency::Type::kAfterOk;
+    size_t row = 0;
+    int task = -1;  // an index of array row `row`; -1: the whole row
+  };
+  std::vector<After> after;
+  std::optional<jobs::ArraySpec> array;
 };
 
 struct TraceOptions {
@@ -35,7 +52,7 @@ struct TraceOptions {
 };
 
 struct Trace {
-  std::vector<TraceJob> jobs;         // sorted by (submit_s, line)
+  std::vector<TraceJob> jobs;         // sorted by (submit_s, line); `after` names earlier rows
   std::vector<std::string> problems;  // one message per skipped row: "line 7: num_gpus must be > 0 (got 0)"
   int64_t skipped_rows = 0;
 };

@@ -14,38 +14,17 @@
 
 #include "common/result.hpp"
 #include "jobs/spec.hpp"
+#include "scheduler/lifecycle/records.hpp"
 #include "scheduler/model/snapshot.hpp"
 
 namespace railyard::store {
 
 using jobs::JobId;
-
-// One job as persisted and as the API shows it.
-struct JobRecord {
-  JobId id = 0;
-  jobs::JobSpec spec;
-  jobs::JobState state = jobs::JobState::kPending;
-  int64_t submit_time = 0;
-  std::optional<int64_t> start_time, end_time;
-  std::optional<int> exit_code;
-  std::string reason;                      // why pending / why failed; "" when none
-  std::vector<topology::GpuId> gpus;       // whole GPUs held (or last held)
-  std::vector<sched::MigSlice> slices;     // MIG slices held
-  std::vector<std::string> nodes;          // node names of the allocation
-  int leaves_spanned = 0, min_leaves = 0;  // 0 until placed
-  std::optional<int64_t> estimated_start;  // set while the job has a reservation
-  std::optional<double> time_to_train_s;   // null until an agent reports run_stop
-  int attempt = 0;                         // placements so far; the allocation id is "<id>.<attempt>"
-  // When a pass first made this pending job wait for a compact placement (sched::PendingInfo::compact_since);
-  // cleared when it starts, so a requeued job waits afresh.
-  std::optional<int64_t> compact_since;
-};
-
-struct NodeRecord {
-  std::string name;
-  sched::NodeHealth health = sched::NodeHealth::kUp;
-  std::string reason;
-};
+using lifecycle::EventRecord;
+using lifecycle::GpuHold;
+using lifecycle::JobRecord;
+using lifecycle::NodeRecord;
+using lifecycle::RunRecord;
 
 enum class Role { kUser, kAdmin };
 std::string_view to_string(Role r);
@@ -109,24 +88,6 @@ struct NodeKeyRecord {
   std::optional<int64_t> previous_until;
 };
 
-// Audit log entry: subject is "job:<id>" or "node:<name>". `time_ms` is the same instant in milliseconds,
-// filled by the service when it commits the event (Service::stamp_events); 0 until then, and for rows written
-// before schema 4 the store reads time * 1000.
-struct EventRecord {
-  EventRecord() = default;
-  EventRecord(std::string subject, int64_t time, std::string actor, std::string what, int64_t time_ms = 0)
-      : subject(std::move(subject)),
-        time(time),
-        actor(std::move(actor)),
-        what(std::move(what)),
-        time_ms(time_ms) {}
-  std::string subject;
-  int64_t time = 0;  // seconds
-  std::string actor;
-  std::string what;
-  int64_t time_ms = 0;
-};
-
 // One MLLOG event or telemetry sample an agent reported for a job (`data` is the event's JSON).
 struct MetricSample {
   JobId job = 0;
@@ -134,30 +95,6 @@ struct MetricSample {
   std::string key;  // "run_start", "eval_accuracy", "telemetry", ...
   double time = 0;  // unix seconds
   std::string data;
-};
-
-// GPUs of an ended (or requeued) allocation whose processes may still run on `nodes`: kept out of
-// placements until each of those nodes confirmed the kill or went away (see daemon/agents.hpp).
-struct GpuHold {
-  std::string alloc;  // "<job>.<attempt>"
-  JobId job = 0;
-  std::vector<topology::GpuId> gpus;  // GPUs (whole, or holding the MIG slices) of the allocation
-  std::vector<std::string> nodes;     // nodes whose kill is not confirmed yet
-};
-
-// One placement of a job (a requeued job has several): attempt `attempt` from `start` to `end`.
-struct RunRecord {
-  JobId job = 0;
-  int attempt = 0;
-  std::vector<std::string> nodes;
-  std::vector<topology::GpuId> gpus;    // whole GPUs
-  std::vector<sched::MigSlice> slices;  // MIG slices
-  int64_t start = 0;
-  std::optional<int64_t> end;  // null while the run lasts
-  // "" while it lasts; then the state it ended in (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL), or
-  // PREEMPTED, or REQUEUED (requeued after a failure, the run's own failure not known).
-  std::string outcome;
-  int gpu_count() const { return static_cast<int>(gpus.size() + slices.size()); }
 };
 
 // A submit that carried an idempotency key (scoped by user: "<user>\n<key>"): it made the jobs
@@ -168,12 +105,9 @@ struct IdempotencyRecord {
   int64_t count = 0;
 };
 
-struct StoredState {
+// The lifecycle's state (jobs, nodes, holds, runs) and the submits' idempotency keys.
+struct StoredState : lifecycle::State {
   std::vector<IdempotencyRecord> idempotency;
-  std::vector<JobRecord> jobs;  // by id
-  std::vector<NodeRecord> nodes;
-  std::vector<GpuHold> holds;
-  std::vector<RunRecord> runs;  // by job, attempt
 };
 
 // How durable a commit is when commit() returns:
@@ -189,19 +123,14 @@ struct StoredState {
 //            again when the agent re-registers).
 enum class Durability { kSynced, kWritten, kDeferred };
 
-// Everything one commit writes. Inserts carry new jobs (spec included); updates rewrite every column but
-// the spec, user and submit time. Holds and runs are written whole (insert or replace); `released` deletes
-// holds by allocation id.
-struct WriteBatch {
+// Everything one commit writes: the lifecycle's Changes (see lifecycle/records.hpp), and what only the
+// daemon keeps.
+struct WriteBatch : lifecycle::Changes {
+  WriteBatch() = default;
+  explicit WriteBatch(lifecycle::Changes changes, Durability d = Durability::kSynced)
+      : lifecycle::Changes(std::move(changes)), durability(d) {}
   Durability durability = Durability::kSynced;
-  std::vector<JobRecord> inserts;
-  std::vector<JobRecord> updates;
-  std::vector<NodeRecord> nodes;
-  std::vector<EventRecord> events;
   std::vector<MetricSample> metrics;
-  std::vector<GpuHold> holds;
-  std::vector<std::string> released;
-  std::vector<RunRecord> runs;
   std::vector<IdempotencyRecord> idempotency;  // written with the inserts they name
   // The audit rows of the requests that made this change (in its transaction, so no fsync of their own),
   // tokens created, revoked and used.
@@ -210,8 +139,7 @@ struct WriteBatch {
   std::vector<TokenStamp> token_revokes;
   std::vector<TokenStamp> token_uses;
   bool empty() const {
-    return inserts.empty() && updates.empty() && nodes.empty() && events.empty() && metrics.empty() &&
-           holds.empty() && released.empty() && runs.empty() && idempotency.empty() && audit.empty() &&
+    return lifecycle::Changes::empty() && metrics.empty() && idempotency.empty() && audit.empty() &&
            tokens.empty() && token_revokes.empty() && token_uses.empty();
   }
 };

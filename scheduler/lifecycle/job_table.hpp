@@ -1,10 +1,14 @@
-// The daemon's in-memory mirror of the store: every job by id, node health, and what a scheduling pass
-// needs. Changes are computed as WriteBatches *without* touching memory; the service commits a batch and
-// only then apply()s it, so memory never holds what the disk does not.
+// The job lifecycle (issue 29): every job by id, node health, and what a scheduling pass needs, with every
+// transition a job goes through: submit, dependencies, arrays, hold/release/cancel, a pass's plan, launch,
+// end or requeue, node loss. A transition is computed as Changes *without* touching memory and applied
+// whole with apply(). Both shells drive this one class: the daemon commits the changes to its store before
+// it applies them, so memory never holds what the disk does not; the simulator applies them at once on its
+// virtual clock.
 //
-//   request / plan ──*_changes()──► WriteBatch ──store.commit()──► apply() ──► memory
+//   request / plan / report ──*_changes()──► Changes ──(daemon: store.commit())──► apply() ──► memory
 //
-// Not thread safe: owned by the service on the daemon's single event loop. One exception, for the pass that
+// Pure: no I/O, clock or threads; `now` is always an argument. Not thread safe: one owner (the daemon's
+// event loop, or one simulation). One exception, for the pass that
 // runs on a worker thread: a job's `spec` is written once, when the job is inserted, and never again
 // (apply() copies only the mutable fields of an update, and jobs are never erased but by load()), and map
 // nodes do not move, so a Snapshot's spec pointers may be read on another thread while the loop applies
@@ -16,18 +20,18 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "jobs/state.hpp"
 #include "scheduler/model/plan.hpp"
-#include "scheduler/store/state_store.hpp"
+#include "common/result.hpp"
+#include "scheduler/lifecycle/records.hpp"
 #include "topology/cluster.hpp"
 
-namespace railyard::daemon {
+namespace railyard::lifecycle {
 
 using jobs::JobId;
-using store::JobRecord;
-using store::WriteBatch;
 
 // How far an array (a job whose spec has `array`) has come. Its tasks are jobs of their own, created a
 // window at a time (JobTable::array_changes), in the array's order; what is derived here is rebuilt from
@@ -51,8 +55,8 @@ class JobTable {
   explicit JobTable(const topology::Cluster& cluster);
 
   // Replaces everything with what the store holds. Node records for unknown names are ignored.
-  void load(store::StoredState state);
-  void apply(const WriteBatch& batch);
+  void load(State state);
+  void apply(const Changes& batch);
   // Why a waiting job waits, as a pass found it (see plan_changes()); ignored for a job no longer waiting.
   struct PendingNote {
     JobId job = 0;
@@ -75,19 +79,19 @@ class JobTable {
 
   // GPUs of an ended (or requeued) allocation whose processes may still run: kept out of placements until
   // every node confirmed the kill or went away. Persisted: a hold enters with the batch that ends its job
-  // (WriteBatch::holds, added by the agent hub's pre-commit hook) and leaves with WriteBatch::released;
+  // (Changes::holds, added by the agent hub's pre-commit hook) and leaves with Changes::released;
   // load() restores them. hold_gpus() holds in memory only (a fallback; see AgentHub::end_track).
-  void hold_gpus(store::GpuHold hold);
+  void hold_gpus(GpuHold hold);
   void release_gpus(const std::string& alloc) { draining_.erase(alloc); }  // memory only
   bool holds(const std::string& alloc) const { return draining_.count(alloc) > 0; }
-  const std::map<std::string, store::GpuHold>& gpu_holds() const { return draining_; }
+  const std::map<std::string, GpuHold>& gpu_holds() const { return draining_; }
 
   // Every run of every job, by (job, attempt); the live ones have no end.
-  const std::map<std::pair<JobId, int>, store::RunRecord>& runs() const { return runs_; }
+  const std::map<std::pair<JobId, int>, RunRecord>& runs() const { return runs_; }
   // The runs a batch starts or ends, judged against the table before it: an update that places a job
   // starts run (job, attempt); one that takes a STARTING/RUNNING job out of that state or attempt ends
   // its run at the update's end time (or `now`). Call before committing `batch`, append to batch.runs.
-  std::vector<store::RunRecord> run_changes(const WriteBatch& batch, int64_t now) const;
+  std::vector<RunRecord> run_changes(const Changes& batch, int64_t now) const;
 
   // GPUs of removed nodes: not capacity.
   int removed_gpus() const;
@@ -95,6 +99,13 @@ class JobTable {
   // The pass input; borrows specs held here (valid until the next load(); see above). O(jobs not
   // finished and not parked): pending and held jobs, then running ones, both in id order.
   sched::Snapshot snapshot(int64_t now) const;
+  // The same, kept up to date by every change instead of built anew (the simulator's pass input, valid
+  // until the next change): a running job keeps its `gpus` buffer while it holds them, so sched::Scheduler
+  // carries it from pass to pass by reference. The caller may set the config, usage and quota fields;
+  // `pending` and `running` are the table's. Jobs are in no particular order.
+  sched::Snapshot& pass_input(int64_t now);
+  // The waiting jobs the next pass will see (pass_input()'s pending), in no particular order.
+  const std::vector<sched::PendingJob>& pass_pending() const { return live_.pending; }
 
   // Parking: a waiting job that a pass found held, or waiting on a dependency, would only be told the same
   // again by every later pass until the job itself or a job it names changes, for that verdict depends on
@@ -117,7 +128,7 @@ class JobTable {
   // by every pass (the first one right after a restart): it goes to `notes`, applied in memory only, so a
   // pass over a long queue is not one UPDATE per job whose reason changed.
   struct PlanChanges {
-    WriteBatch batch;
+    Changes batch;
     std::vector<PendingNote> notes;
     size_t stale = 0;
   };
@@ -133,13 +144,27 @@ class JobTable {
   // array's afterok jobs have not all completed (its reason says which it waits for); once one of them
   // cannot complete, the array fails when none of its tasks is left unended. An array is never placed
   // itself (snapshot() leaves it out); a HELD one creates no tasks.
-  WriteBatch array_changes(int64_t now, JobId& next_id) const;
+  Changes array_changes(int64_t now, JobId& next_id) const;
 
   // The job after `event` (cancel, hold, release), or kConflict / kNotFound. On an array the event also
   // applies to its created tasks where it can: cancel ends the unended ones, hold holds the pending ones,
   // release releases the held ones.
-  Result<WriteBatch> event_changes(JobId id, jobs::JobEvent event, const std::string& actor,
-                                   int64_t now) const;
+  Result<Changes> event_changes(JobId id, jobs::JobEvent event, const std::string& actor, int64_t now) const;
+
+  // What the nodes report about a placed job (the daemon hears it from agents, the simulator from its
+  // clock). Each appends to `b` and leaves a job that `b` already updates as it is there.
+  // A STARTING job whose processes all started: RUNNING (`what` is its event, e.g. "running as 7.1").
+  static void running_changes(Changes& b, const JobRecord& r, const std::string& actor, const std::string& what,
+                              int64_t now);
+  // A live (STARTING/RUNNING) job ends: `end` (COMPLETED, FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY) with
+  // `reason` (none kept for COMPLETED); or, when `may_requeue` and the job asked for it (spec.requeue), it
+  // goes back to PENDING as a fresh record of its next attempt, "requeued after END: reason".
+  static void end_changes(Changes& b, const JobRecord& r, jobs::JobState end, std::optional<int> exit_code,
+                          const std::string& reason, const std::string& actor, bool may_requeue, int64_t now);
+  // Nodes lost (no heartbeat, ...): DOWN with `reason`, and every live job on one of them ends NODE_FAIL
+  // (requeued where it asked for that).
+  Changes nodes_down_changes(const std::vector<std::string>& names, const std::string& reason,
+                             int64_t now) const;
 
  private:
   sched::DependencyState dependency_state(const jobs::Dependency& d) const;
@@ -163,10 +188,18 @@ class JobTable {
   // are dropped when their target ends (unparking them again is harmless).
   std::map<JobId, std::vector<JobId>> parked_on_;
   void unpark_dependents(JobId target);
+  // The pass input (pass_input()): waiting_ jobs in live_.pending and holding_ jobs in live_.running, at
+  // the slots kept here. Kept by these three, called wherever waiting_ or holding_ changes.
+  void enter_pass(const JobRecord& r);
+  void leave_pass(JobId id);
+  void add_dependencies(sched::Snapshot& s) const;
+  sched::Snapshot live_;
+  std::unordered_map<JobId, uint32_t> pending_slot_, running_slot_;
+  sched::Snapshot with_draining_;  // pass_input() while allocations drain
   std::vector<sched::NodeHealth> health_;
   std::vector<std::string> health_reason_;
-  std::map<std::string, store::GpuHold> draining_;  // by allocation id
-  std::map<std::pair<JobId, int>, store::RunRecord> runs_;
+  std::map<std::string, GpuHold> draining_;  // by allocation id
+  std::map<std::pair<JobId, int>, RunRecord> runs_;
   std::map<JobId, ArrayProgress> arrays_;
   std::set<JobId> open_arrays_;  // arrays not ended
 };
@@ -174,4 +207,4 @@ class JobTable {
 // "job:<id>"
 std::string job_subject(JobId id);
 
-}  // namespace railyard::daemon
+}  // namespace railyard::lifecycle

@@ -4,9 +4,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "scheduler/daemon/job_table.hpp"
+#include "scheduler/lifecycle/job_table.hpp"
 
-namespace railyard::daemon {
+namespace railyard::lifecycle {
 
 using jobs::JobState;
 
@@ -76,11 +76,15 @@ void JobTable::unpark_dependents(JobId target) {
   auto it = parked_on_.find(target);
   if (it == parked_on_.end()) return;
   for (JobId id : it->second)
-    if (auto node = parked_.extract(id)) waiting_.insert(std::move(node));
+    if (auto node = parked_.extract(id)) {
+      enter_pass(*node.mapped());
+      waiting_.insert(std::move(node));
+    }
   parked_on_.erase(it);
 }
 
 void JobTable::unpark_all() {
+  for (const auto& [id, r] : parked_) enter_pass(*r);
   waiting_.merge(parked_);
   parked_on_.clear();
 }
@@ -112,6 +116,7 @@ void JobTable::park(const std::vector<sched::PendingInfo>& pending, bool explain
     if (r.reason != (info.message.empty() ? kind : kind + ": " + info.message)) continue;  // not told yet
     // Only the first unmet dependency counts (the pass stops there); one met never changes again.
     if (info.reason == PendingReason::kDependency) parked_on_[gate->job].push_back(r.id);
+    leave_pass(r.id);
     parked_.insert(waiting_.extract(it));
   }
 }
@@ -127,8 +132,8 @@ int64_t JobTable::array_window(const jobs::JobSpec& spec) const {
   return std::clamp(fill, kMinArrayWindow, kMaxArrayWindow);
 }
 
-WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
-  WriteBatch b;
+Changes JobTable::array_changes(int64_t now, JobId& next_id) const {
+  Changes b;
   for (JobId id : open_arrays_) {
     const JobRecord& parent = jobs_.at(id);
     const ArrayProgress& a = arrays_.at(id);
@@ -199,4 +204,4 @@ WriteBatch JobTable::array_changes(int64_t now, JobId& next_id) const {
   return b;
 }
 
-}  // namespace railyard::daemon
+}  // namespace railyard::lifecycle

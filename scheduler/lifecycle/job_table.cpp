@@ -1,10 +1,10 @@
-#include "scheduler/daemon/job_table.hpp"
+#include "scheduler/lifecycle/job_table.hpp"
 
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
 
-namespace railyard::daemon {
+namespace railyard::lifecycle {
 namespace {
 
 using jobs::JobState;
@@ -28,9 +28,9 @@ bool same_mutable(const JobRecord& a, const JobRecord& b) {
 }
 
 // Copies of the jobs a plan touches, collected so that several changes to one job become one update.
-class Changes {
+class Touched {
  public:
-  explicit Changes(const std::map<JobId, JobRecord>& jobs) : jobs_(jobs) {}
+  explicit Touched(const std::map<JobId, JobRecord>& jobs) : jobs_(jobs) {}
   JobRecord* touch(JobId id) {
     if (auto it = changed_.find(id); it != changed_.end()) return &it->second;
     auto it = jobs_.find(id);
@@ -44,7 +44,7 @@ class Changes {
     auto it = jobs_.find(id);
     return it == jobs_.end() ? nullptr : &it->second;
   }
-  void into(WriteBatch& b) {
+  void into(Changes& b) {
     b.updates.reserve(b.updates.size() + order_.size());  // records are large: no moves while it grows
     for (JobId id : order_)
       if (!same_mutable(changed_.at(id), jobs_.at(id))) b.updates.push_back(std::move(changed_.at(id)));
@@ -56,7 +56,7 @@ class Changes {
   std::vector<JobId> order_;
 };
 
-// Every field an update may change: all but id, spec and submit time (see WriteBatch).
+// Every field an update may change: all but id, spec and submit time (see Changes).
 void copy_mutable(const JobRecord& from, JobRecord& to) {
   to.state = from.state;
   to.start_time = from.start_time;
@@ -94,7 +94,7 @@ void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, 
 // compared before anything is built; with `pending` sorted by id (the service sorts it off the loop) the
 // waiting jobs are walked alongside instead of looked up one by one.
 void note_reasons(const std::vector<sched::PendingInfo>& pending,
-                  const std::map<JobId, const JobRecord*>& waiting_jobs, Changes& ch,
+                  const std::map<JobId, const JobRecord*>& waiting_jobs, Touched& ch,
                   std::vector<JobTable::PendingNote>& notes) {
   const bool by_id = std::is_sorted(pending.begin(), pending.end(),
                                     [](const auto& a, const auto& b) { return a.job < b.job; });
@@ -188,11 +188,15 @@ JobTable::JobTable(const topology::Cluster& cluster)
       health_(static_cast<size_t>(cluster.node_count()), sched::NodeHealth::kUp),
       health_reason_(static_cast<size_t>(cluster.node_count())) {}
 
-void JobTable::load(store::StoredState state) {
+void JobTable::load(State state) {
   jobs_.clear();
   arrays_.clear();
   open_arrays_.clear();
   waiting_.clear();
+  live_.pending.clear();
+  live_.running.clear();
+  pending_slot_.clear();
+  running_slot_.clear();
   parked_.clear();
   parked_on_.clear();
   holding_.clear();
@@ -200,7 +204,7 @@ void JobTable::load(store::StoredState state) {
   runs_.clear();
   std::fill(health_.begin(), health_.end(), sched::NodeHealth::kUp);
   std::fill(health_reason_.begin(), health_reason_.end(), std::string());
-  WriteBatch b;
+  Changes b;
   b.inserts = std::move(state.jobs);
   b.nodes = std::move(state.nodes);
   b.holds = std::move(state.holds);
@@ -227,11 +231,12 @@ void note_exit(ArrayProgress& a, const JobRecord& task) {
 
 }  // namespace
 
-void JobTable::apply(const WriteBatch& batch) {
+void JobTable::apply(const Changes& batch) {
   auto index = [&](const JobRecord& r) {
     waiting_.erase(r.id);
     parked_.erase(r.id);  // any change of its own unparks a job
     holding_.erase(r.id);
+    leave_pass(r.id);
     if (r.spec.array) {  // never placed itself: its tasks are
       if (jobs::is_terminal(r.state))
         open_arrays_.erase(r.id);
@@ -243,6 +248,9 @@ void JobTable::apply(const WriteBatch& batch) {
       waiting_.emplace(r.id, &r);
     else if (!jobs::is_terminal(r.state))
       holding_.emplace(r.id, &r);
+    else
+      return;
+    enter_pass(r);
   };
   // New ids only: the store's primary key refused a duplicate before this batch was applied.
   for (const auto& r : batch.inserts) {
@@ -301,15 +309,15 @@ std::string run_outcome(const JobRecord& after) {
 
 }  // namespace
 
-std::vector<store::RunRecord> JobTable::run_changes(const WriteBatch& batch, int64_t now) const {
-  std::vector<store::RunRecord> out;
+std::vector<RunRecord> JobTable::run_changes(const Changes& batch, int64_t now) const {
+  std::vector<RunRecord> out;
   for (const auto& after : batch.updates) {
     const JobRecord* before = find(after.id);
     if (!before) continue;
     const bool was_live = holds_gpus(before->state), is_live = holds_gpus(after.state);
     if (was_live && (!is_live || after.attempt != before->attempt)) {
       auto it = runs_.find({before->id, before->attempt});
-      store::RunRecord run;
+      RunRecord run;
       if (it != runs_.end()) {
         run = it->second;
       } else {  // a run the table has no record of (cannot happen after migration 4): rebuilt from the job
@@ -355,34 +363,80 @@ std::vector<JobId> JobTable::gpu_owners() const {
   return owners;
 }
 
+void JobTable::enter_pass(const JobRecord& r) {
+  if (r.state == JobState::kPending || r.state == JobState::kHeld) {
+    pending_slot_[r.id] = static_cast<uint32_t>(live_.pending.size());
+    live_.pending.push_back(
+        {r.id, &r.spec, r.submit_time, r.state == JobState::kHeld, r.compact_since.value_or(-1)});
+  } else {
+    running_slot_[r.id] = static_cast<uint32_t>(live_.running.size());
+    live_.running.push_back({r.id, &r.spec, r.gpus, r.slices, r.start_time.value_or(0)});
+  }
+}
+
+namespace {
+
+// Takes `id` out of `v` (swap with the last), keeping `slots` right.
+template <typename T>
+void take_out(std::vector<T>& v, std::unordered_map<JobId, uint32_t>& slots, JobId id) {
+  auto it = slots.find(id);
+  if (it == slots.end()) return;
+  const uint32_t pos = it->second;
+  slots.erase(it);
+  if (pos + 1 != v.size()) {
+    v[pos] = std::move(v.back());
+    slots[v[pos].id] = pos;
+  }
+  v.pop_back();
+}
+
+}  // namespace
+
+void JobTable::leave_pass(JobId id) {
+  take_out(live_.pending, pending_slot_, id);
+  take_out(live_.running, running_slot_, id);
+}
+
+void JobTable::add_dependencies(sched::Snapshot& s) const {
+  s.dependencies.clear();
+  for (const auto& p : s.pending)
+    p.spec->any_dependency([&](const jobs::Dependency& d) {
+      s.dependencies.emplace(d, dependency_state(d));
+      return false;
+    });
+}
+
+sched::Snapshot& JobTable::pass_input(int64_t now) {
+  live_.cluster = &cluster_;
+  live_.now = now;
+  if (live_.health != health_) live_.health = health_;
+  add_dependencies(live_);
+  if (draining_.empty()) return live_;
+  // Draining allocations hold their GPUs under a negative id, so the core never takes them for a job of its
+  // own; a preemption that names one is ignored by plan_changes() (unknown id).
+  with_draining_ = live_;
+  JobId fake = 0;
+  for (const auto& [alloc, d] : draining_)
+    if (const JobRecord* r = find(d.job)) with_draining_.running.push_back({--fake, &r->spec, d.gpus, {}, now});
+  return with_draining_;
+}
+
 sched::Snapshot JobTable::snapshot(int64_t now) const {
   sched::Snapshot s;
   s.cluster = &cluster_;
   s.health = health_;
   s.now = now;
-  s.pending.reserve(waiting_.size());
-  for (const auto& [id, r] : waiting_) {
-    s.pending.push_back(
-        {id, &r->spec, r->submit_time, r->state == JobState::kHeld, r->compact_since.value_or(-1)});
-    r->spec.any_dependency([&](const jobs::Dependency& d) {
-      s.dependencies.emplace(d, dependency_state(d));
-      return false;
-    });
-  }
-  s.running.reserve(holding_.size() + draining_.size());
-  for (const auto& [id, r] : holding_)
-    s.running.push_back({id, &r->spec, r->gpus, r->slices, r->start_time.value_or(now)});
-  // Draining allocations hold their GPUs under a negative id, so the core never takes them for a job of its
-  // own; a preemption that names one is ignored by plan_changes() (unknown id).
-  JobId fake = 0;
-  for (const auto& [alloc, d] : draining_) {
-    const JobRecord* r = find(d.job);
-    if (r) s.running.push_back({--fake, &r->spec, d.gpus, {}, now});
-  }
+  s.pending = live_.pending;
+  s.running.reserve(live_.running.size() + draining_.size());
+  s.running = live_.running;
+  add_dependencies(s);
+  JobId fake = 0;  // as in pass_input()
+  for (const auto& [alloc, d] : draining_)
+    if (const JobRecord* r = find(d.job)) s.running.push_back({--fake, &r->spec, d.gpus, {}, now});
   return s;
 }
 
-void JobTable::hold_gpus(store::GpuHold hold) {
+void JobTable::hold_gpus(GpuHold hold) {
   // A stored hold may predate a change of the cluster file: GPUs it no longer has are dropped.
   std::erase_if(hold.gpus, [&](topology::GpuId g) { return g < 0 || g >= cluster_.gpu_count(); });
   if (hold.gpus.empty()) return;
@@ -392,8 +446,8 @@ void JobTable::hold_gpus(store::GpuHold hold) {
 
 JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t now) const {
   PlanChanges out;
-  WriteBatch& b = out.batch;
-  Changes ch(jobs_);
+  Changes& b = out.batch;
+  Touched ch(jobs_);
   std::optional<Occupancy> occupancy;  // built for the first start
   for (const auto& p : plan.starts) {
     const JobRecord* cur = ch.current(p.job);
@@ -456,7 +510,7 @@ namespace {
 
 // `r` after `event`, by `actor` at `now`; the event's record goes to `b`. `why` ends the reason.
 Status apply_event(JobRecord& r, jobs::JobEvent event, const std::string& actor, const std::string& why,
-                   int64_t now, WriteBatch& b) {
+                   int64_t now, Changes& b) {
   auto next = jobs::transition(r.state, event);
   if (!next) return next.error();
   r.state = *next;
@@ -473,11 +527,11 @@ Status apply_event(JobRecord& r, jobs::JobEvent event, const std::string& actor,
 
 }  // namespace
 
-Result<WriteBatch> JobTable::event_changes(JobId id, jobs::JobEvent event, const std::string& actor,
+Result<Changes> JobTable::event_changes(JobId id, jobs::JobEvent event, const std::string& actor,
                                            int64_t now) const {
   const JobRecord* cur = find(id);
   if (!cur) return not_found("job " + std::to_string(id) + " not found");
-  WriteBatch b;
+  Changes b;
   JobRecord r = *cur;
   if (auto s = apply_event(r, event, actor, " by " + actor, now, b); !s) return s.error();
   b.updates.push_back(std::move(r));
@@ -497,4 +551,4 @@ Result<WriteBatch> JobTable::event_changes(JobId id, jobs::JobEvent event, const
   return b;
 }
 
-}  // namespace railyard::daemon
+}  // namespace railyard::lifecycle

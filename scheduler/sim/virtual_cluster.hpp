@@ -1,0 +1,68 @@
+// The simulator's shell around the job lifecycle: the same lifecycle::JobTable the daemon drives, with
+// every transition applied at once on a virtual clock instead of committed to a store and reported by
+// agents. A placed job is RUNNING in the same step (nothing to launch) and ends when its driver calls
+// finish(). A pass runs in the daemon's order (Service::run_pass / finish_pass): array tasks, the snapshot,
+// schedule(), the plan applied, waiting jobs parked.
+//
+// Contract: deterministic; one owner; the cluster outlives it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.hpp"
+#include "jobs/spec.hpp"
+#include "scheduler/core/cycle.hpp"
+#include "scheduler/lifecycle/job_table.hpp"
+#include "topology/cluster.hpp"
+
+namespace railyard::sim {
+
+using jobs::JobId;
+
+class VirtualCluster {
+ public:
+  VirtualCluster(const topology::Cluster& cluster, sched::PolicyConfig policy);
+
+  const lifecycle::JobTable& table() const { return table_; }
+  // The id the next submitted job (or array task) gets.
+  JobId next_id() const { return next_id_; }
+
+  // A new job (or array) at `now`; its id.
+  JobId submit(jobs::JobSpec spec, int64_t now);
+  // cancel, hold or release, as `actor`; kNotFound / kConflict as the daemon answers.
+  Status act(JobId id, jobs::JobEvent event, int64_t now, const std::string& actor = "sim");
+  // A live job ends at `now` (see JobTable::end_changes; requeued when it asked for that and `end` is
+  // FAILED or NODE_FAIL). False when `id` is not live.
+  bool finish(JobId id, jobs::JobState end, std::optional<int> exit_code, int64_t now);
+  // Nodes lost at `now`: DOWN, their live jobs NODE_FAIL or requeued (JobTable::nodes_down_changes).
+  void nodes_down(const std::vector<std::string>& names, const std::string& reason, int64_t now) {
+    apply(table_.nodes_down_changes(names, reason, now));
+  }
+
+  struct PassResult {
+    sched::Plan plan;
+    std::vector<const sched::Placement*> started;  // into plan.starts: the starts applied
+    std::vector<JobId> requeued;                   // preempted by them, back to PENDING
+    std::vector<JobId> rejected;                   // now FAILED: can never run
+    std::vector<JobId> tasks;                      // array tasks created before the pass
+    size_t stale = 0;                              // starts dropped by the re-check (a core bug here)
+    bool ran = false;                              // false: nothing was waiting
+  };
+  // One pass at `now`. `usage` (decayed GPU-seconds per user and project) feeds fair share.
+  PassResult pass(int64_t now, const std::unordered_map<std::string, double>* user_usage = nullptr,
+                  const std::unordered_map<std::string, double>* project_usage = nullptr);
+
+ private:
+  void apply(const lifecycle::Changes& changes) { table_.apply(changes); }
+
+  lifecycle::JobTable table_;
+  sched::PolicyConfig policy_;
+  sched::Scheduler scheduler_;
+  JobId next_id_ = 1;
+};
+
+}  // namespace railyard::sim
