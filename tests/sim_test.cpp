@@ -220,5 +220,61 @@ TEST(Simulator, TwoRunsGiveIdenticalResults) {
 
 TEST(Simulator, UnknownPolicyIsAnError) { EXPECT_FALSE(policy_by_name("lottery")); }
 
+// Dependencies and arrays go through the lifecycle the daemon uses (VirtualCluster): a row waits for what
+// it names, a dependency that can never be met rejects it, and an array's tasks run within its limit.
+std::map<std::string, Times> by_name(const SimResult& r) {
+  std::map<std::string, Times> out;
+  for (const JobResult& j : r.jobs) out[j.name] = {j.first_start, j.end};
+  return out;
+}
+
+TraceJob after(TraceJob j, jobs::Dependency::Type type, size_t row, int task = -1) {
+  j.after.push_back({type, row, task});
+  return j;
+}
+
+TEST(Simulator, ARowWaitsForItsDependencyAndOneThatCannotBeMetIsRejected) {
+  using T = jobs::Dependency::Type;
+  const auto cluster = small_cluster();
+  TraceJob failing = job("f", 0, 50, 8);
+  failing.fails = true;
+  const std::vector<TraceJob> trace = {
+      job("a", 0, 100, 8), failing,
+      after(job("b", 0, 30, 8), T::kAfterOk, 0),       // starts when a completes
+      after(job("c", 0, 30, 8), T::kAfterNotOk, 0),    // a completes: never
+      after(job("d", 0, 30, 8), T::kAfterNotOk, 1),    // f fails: runs then
+      after(job("e", 0, 30, 8), T::kAfterOk, 1),       // f fails: never
+      after(job("g", 0, 30, 8), T::kAfterAny, 1)};     // any end
+  const SimResult r = simulate(cluster, trace, policy("railyard"), no_comm());
+  const auto t = by_name(r);
+  EXPECT_EQ(t.at("a"), (Times{0, 100}));
+  EXPECT_EQ(t.at("f"), (Times{0, 50}));
+  EXPECT_EQ(t.at("b"), (Times{100, 130})) << "room at 0, but its dependency had not completed";
+  EXPECT_EQ(t.at("d"), (Times{50, 80}));
+  EXPECT_EQ(t.at("g"), (Times{50, 80}));
+  EXPECT_EQ(t.at("c"), (Times{-1, -1}));
+  EXPECT_EQ(t.at("e"), (Times{-1, -1}));
+  EXPECT_EQ(r.rejected, 2);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_EQ(r.plan_conflicts, 0);
+}
+
+TEST(SimulatorArrays, EachTaskIsAJobAndTheLimitCapsHowManyRun) {
+  const auto cluster = small_cluster();  // 32 GPUs: room for all four tasks at once
+  TraceJob sweep = job("sweep", 0, 100, 8);
+  sweep.array = *jobs::parse_array_spec("0-3%2");
+  const std::vector<TraceJob> trace = {
+      sweep, after(job("next", 0, 10, 8), jobs::Dependency::Type::kAfterOk, 0, 3)};  // task 3 of sweep
+  const SimResult r = simulate(cluster, trace, policy("railyard"), no_comm());
+  const auto t = by_name(r);
+  ASSERT_EQ(r.jobs.size(), 5u) << "four tasks and the dependent row; the array itself has no result";
+  EXPECT_EQ(t.at("sweep_0"), (Times{0, 100}));
+  EXPECT_EQ(t.at("sweep_1"), (Times{0, 100}));
+  EXPECT_EQ(t.at("sweep_2"), (Times{100, 200}));
+  EXPECT_EQ(t.at("sweep_3"), (Times{100, 200}));
+  EXPECT_EQ(t.at("next"), (Times{200, 210}));
+}
+
 }  // namespace
 }  // namespace railyard::sim
+

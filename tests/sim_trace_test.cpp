@@ -95,6 +95,71 @@ TEST(SimTrace, MissingHeaderEmptyAndUnreadableFile) {
   EXPECT_FALSE(read("a,0,10,1,u,x\n", bad_load));
 }
 
+TEST(SimTrace, DependencyArrayAndStatusColumnsInAnyOrder) {
+  std::istringstream in(
+      "job_id,submit_s,duration_s,num_gpus,user,array,dependency,status\n"
+      "report,5,60,1,ada,,afterany:sweep;afternotok:prep,Pass\n"
+      "prep,0,600,8,ada,,,FAILED\n"
+      "sweep,0,3600,8,ada,0-15%4,afterok:prep,\n"
+      "one,6,10,1,ada,,afterok:sweep_3,killed\n");
+  auto t = read_trace(in, {});
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->jobs.size(), 4u);
+  EXPECT_EQ(t->jobs[0].job_id, "prep");
+  EXPECT_TRUE(t->jobs[0].fails);
+  const TraceJob& sweep = t->jobs[1];
+  ASSERT_TRUE(sweep.array);
+  EXPECT_EQ(sweep.array->size(), 16);
+  EXPECT_EQ(sweep.array->max_running, 4);
+  EXPECT_FALSE(sweep.fails);
+  ASSERT_EQ(sweep.after.size(), 1u);
+  EXPECT_EQ(sweep.after[0].row, 0u);
+  const TraceJob& report = t->jobs[2];  // sorted by submit: its dependencies come before it
+  ASSERT_EQ(report.after.size(), 2u);
+  EXPECT_EQ(report.after[0].type, jobs::Dependency::Type::kAfterAny);
+  EXPECT_EQ(report.after[0].row, 1u);
+  EXPECT_EQ(report.after[1].type, jobs::Dependency::Type::kAfterNotOk);
+  EXPECT_EQ(report.after[1].row, 0u);
+  const TraceJob& one = t->jobs[3];
+  EXPECT_TRUE(one.fails);
+  ASSERT_EQ(one.after.size(), 1u);
+  EXPECT_EQ(one.after[0].row, 1u);
+  EXPECT_EQ(one.after[0].task, 3);
+}
+
+TEST(SimTrace, ADependencyOnALaterOrUnknownRowIsABadRow) {
+  std::istringstream in(
+      "job_id,submit_s,duration_s,num_gpus,user,dependency,array\n"
+      "early,0,10,1,u,afterok:late,\n"
+      "late,5,10,1,u,,\n"
+      "ghost,6,10,1,u,afterany:nobody,\n"
+      "task,7,10,1,u,afterok:late_2,\n"
+      "typo,8,10,1,u,after:late,\n"
+      "arr,9,10,1,u,,0-x\n");
+  auto t = read_trace(in, {});
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->jobs.size(), 1u);
+  EXPECT_EQ(t->jobs[0].job_id, "late");
+  ASSERT_EQ(t->problems.size(), 5u);
+  const std::string all = t->problems[0] + t->problems[1] + t->problems[2] + t->problems[3] + t->problems[4];
+  EXPECT_NE(all.find("line 2: dependency names \"late\", which is no row submitted before"), std::string::npos) << all;
+  EXPECT_NE(all.find("\"nobody\""), std::string::npos) << all;
+  EXPECT_NE(all.find("\"late_2\""), std::string::npos) << all;  // late is no array
+  EXPECT_NE(all.find("TYPE:JOB_ID"), std::string::npos) << all;
+  EXPECT_NE(all.find("line 7: array"), std::string::npos) << all;
+}
+
+TEST(SimTrace, AHeaderWithAnUnknownOrRepeatedColumnIsRefused) {
+  std::istringstream unknown("job_id,submit_s,duration_s,num_gpus,user,colour\n");
+  auto t = read_trace(unknown, {});
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("unknown column \"colour\""), std::string::npos) << t.error().message;
+  std::istringstream twice("job_id,submit_s,duration_s,num_gpus,user,array,array\n");
+  EXPECT_FALSE(read_trace(twice, {}));
+  std::istringstream order("submit_s,job_id,duration_s,num_gpus,user\n");
+  EXPECT_FALSE(read_trace(order, {}));
+}
+
 TEST(SimReport, PercentileInterpolates) {
   std::vector<double> v = {4, 1, 3, 2};
   EXPECT_DOUBLE_EQ(percentile(v, 0.5), 2.5);

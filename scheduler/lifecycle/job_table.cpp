@@ -127,48 +127,6 @@ void note_reasons(const std::vector<sched::PendingInfo>& pending,
   }
 }
 
-// Who holds each GPU now, to re-check a plan's starts: whole GPUs of STARTING/RUNNING jobs and of draining
-// allocations (kDrainingOwner), and MIG slices, which block only the slots they cover.
-class Occupancy {
- public:
-  template <typename Holding, typename Draining>
-  Occupancy(const topology::Cluster& c, const Holding& holding, const Draining& draining)
-      : owner_(static_cast<size_t>(c.gpu_count()), 0) {
-    for (const auto& [id, r] : holding) {
-      for (auto g : r->gpus) owner_[static_cast<size_t>(g)] = id;
-      for (const auto& sl : r->slices) slices_.push_back({id, sl});
-    }
-    for (const auto& [alloc, d] : draining)
-      for (auto g : d.gpus) owner_[static_cast<size_t>(g)] = kDrainingOwner;
-  }
-
-  // Every GPU and slot of `p` is free, or held by a job `p` preempts.
-  bool free_for(const sched::Placement& p) const {
-    auto ok = [&](JobId holder) {
-      return holder == 0 || std::find(p.preempts.begin(), p.preempts.end(), holder) != p.preempts.end();
-    };
-    for (auto g : p.gpus) {
-      if (!ok(owner_[static_cast<size_t>(g)])) return false;
-      for (const auto& [holder, sl] : slices_)
-        if (sl.gpu == g && !ok(holder)) return false;
-    }
-    for (const auto& mine : p.slices) {
-      if (!ok(owner_[static_cast<size_t>(mine.gpu)])) return false;
-      for (const auto& [holder, sl] : slices_)
-        if (sl.gpu == mine.gpu && overlap(sl, mine) && !ok(holder)) return false;
-    }
-    return true;
-  }
-
- private:
-  static constexpr JobId kDrainingOwner = -1;
-  static bool overlap(const sched::MigSlice& a, const sched::MigSlice& b) {
-    return a.first_slot < b.first_slot + b.slots && b.first_slot < a.first_slot + a.slots;
-  }
-  std::vector<JobId> owner_;  // 0: no whole-GPU holder
-  std::vector<std::pair<JobId, sched::MigSlice>> slices_;
-};
-
 }  // namespace
 
 std::string job_subject(JobId id) { return "job:" + std::to_string(id); }
@@ -186,13 +144,23 @@ void JobTable::apply(const std::vector<PendingNote>& notes) {
 JobTable::JobTable(const topology::Cluster& cluster)
     : cluster_(cluster),
       health_(static_cast<size_t>(cluster.node_count()), sched::NodeHealth::kUp),
-      health_reason_(static_cast<size_t>(cluster.node_count())) {}
+      health_reason_(static_cast<size_t>(cluster.node_count())) {
+  occupancy_.reset(cluster.gpu_count());
+}
+
+void JobTable::release_gpus(const std::string& alloc) {
+  auto it = draining_.find(alloc);
+  if (it == draining_.end()) return;
+  occupancy_.drain(it->second.gpus, -1);
+  draining_.erase(it);
+}
 
 void JobTable::load(State state) {
   jobs_.clear();
   arrays_.clear();
   open_arrays_.clear();
   waiting_.clear();
+  occupancy_.reset(cluster_.gpu_count());
   live_.pending.clear();
   live_.running.clear();
   pending_slot_.clear();
@@ -247,7 +215,7 @@ void JobTable::apply(const Changes& batch) {
     if (r.state == JobState::kPending || r.state == JobState::kHeld)
       waiting_.emplace(r.id, &r);
     else if (!jobs::is_terminal(r.state))
-      holding_.emplace(r.id, &r);
+      holding_.emplace(r.id, &r), occupancy_.own(r);
     else
       return;
     enter_pass(r);
@@ -268,6 +236,7 @@ void JobTable::apply(const Changes& batch) {
     auto it = jobs_.find(r.id);
     if (it == jobs_.end()) continue;
     const JobState before = it->second.state;
+    if (holding_.count(r.id)) occupancy_.disown(it->second);  // before its GPUs change
     copy_mutable(r, it->second);  // never the spec: a pass on another thread may be reading it
     index(it->second);
     if (const JobId parent = it->second.spec.array_job; parent != 0 && before != r.state) {
@@ -289,7 +258,7 @@ void JobTable::apply(const Changes& batch) {
     health_reason_[static_cast<size_t>(id)] = n.reason;
   }
   for (const auto& h : batch.holds) hold_gpus(h);
-  for (const auto& a : batch.released) draining_.erase(a);
+  for (const auto& a : batch.released) release_gpus(a);
   for (const auto& r : batch.runs) runs_.insert_or_assign({r.job, r.attempt}, r);
 }
 
@@ -440,6 +409,8 @@ void JobTable::hold_gpus(GpuHold hold) {
   // A stored hold may predate a change of the cluster file: GPUs it no longer has are dropped.
   std::erase_if(hold.gpus, [&](topology::GpuId g) { return g < 0 || g >= cluster_.gpu_count(); });
   if (hold.gpus.empty()) return;
+  if (auto it = draining_.find(hold.alloc); it != draining_.end()) occupancy_.drain(it->second.gpus, -1);
+  occupancy_.drain(hold.gpus, +1);
   std::string alloc = hold.alloc;
   draining_.insert_or_assign(std::move(alloc), std::move(hold));
 }
@@ -448,7 +419,6 @@ JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t no
   PlanChanges out;
   Changes& b = out.batch;
   Touched ch(jobs_);
-  std::optional<Occupancy> occupancy;  // built for the first start
   for (const auto& p : plan.starts) {
     const JobRecord* cur = ch.current(p.job);
     if (!cur || cur->state != JobState::kPending) {  // cancelled, held or gone since the snapshot
@@ -458,8 +428,7 @@ JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t no
     const bool nodes_up = std::all_of(p.nodes.begin(), p.nodes.end(), [&](topology::NodeId n) {
       return health_[static_cast<size_t>(n)] == sched::NodeHealth::kUp;
     });
-    if (!occupancy) occupancy.emplace(cluster_, holding_, draining_);
-    if (!nodes_up || !occupancy->free_for(p)) {
+    if (!nodes_up || !occupancy_.free_for(p)) {
       ++out.stale;
       continue;
     }

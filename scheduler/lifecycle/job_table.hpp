@@ -26,6 +26,7 @@
 #include "jobs/state.hpp"
 #include "scheduler/model/plan.hpp"
 #include "common/result.hpp"
+#include "scheduler/lifecycle/occupancy.hpp"
 #include "scheduler/lifecycle/records.hpp"
 #include "topology/cluster.hpp"
 
@@ -82,7 +83,7 @@ class JobTable {
   // (Changes::holds, added by the agent hub's pre-commit hook) and leaves with Changes::released;
   // load() restores them. hold_gpus() holds in memory only (a fallback; see AgentHub::end_track).
   void hold_gpus(GpuHold hold);
-  void release_gpus(const std::string& alloc) { draining_.erase(alloc); }  // memory only
+  void release_gpus(const std::string& alloc);  // memory only
   bool holds(const std::string& alloc) const { return draining_.count(alloc) > 0; }
   const std::map<std::string, GpuHold>& gpu_holds() const { return draining_; }
 
@@ -193,6 +194,7 @@ class JobTable {
   void enter_pass(const JobRecord& r);
   void leave_pass(JobId id);
   void add_dependencies(sched::Snapshot& s) const;
+  Occupancy occupancy_;  // who holds each GPU: the re-check of a plan's starts (plan_changes())
   sched::Snapshot live_;
   std::unordered_map<JobId, uint32_t> pending_slot_, running_slot_;
   sched::Snapshot with_draining_;  // pass_input() while allocations drain
