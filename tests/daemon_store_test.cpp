@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <filesystem>
@@ -1165,7 +1166,7 @@ TEST(ServiceArrays, WithoutACapTheWindowFillsTheClusterAndLaterTasksWait) {
   w.reopen();
   const int64_t gpus = w.cluster->gpu_count();
   const jobs::JobId a = w.submit_array("0-999", 8);
-  const int64_t window = std::max<int64_t>(daemon::kMinArrayWindow, gpus / 8);
+  const int64_t window = std::max<int64_t>(lifecycle::kMinArrayWindow, gpus / 8);
   EXPECT_EQ(w.svc->table().array_window(w.job(a).spec), window);
   EXPECT_EQ(w.progress(a).created(), window);
   EXPECT_EQ(static_cast<int64_t>(w.count(a, JobState::kStarting)), gpus / 8);
@@ -1495,9 +1496,10 @@ TEST(ServiceDependencies, ParkingKeepsOnlyVerdictsThatStillHold) {
   // Without explanations a pass's message is empty: the gate's kind must still hold.
   table.park({verdict(9, R::kDependency, ""), verdict(4, R::kDependency, ""), verdict(6, R::kHeld, "")},
              false);
-  auto in_passes = [&] {
+  auto in_passes = [&] {  // the snapshot's pending jobs, by id (a snapshot has no order of its own)
     std::vector<jobs::JobId> ids;
     for (const auto& p : table.snapshot(0).pending) ids.push_back(p.id);
+    std::sort(ids.begin(), ids.end());
     return ids;
   };
   EXPECT_EQ(in_passes(), (std::vector<jobs::JobId>{4, 6, 7, 8}));

@@ -97,10 +97,11 @@ class JobTable {
   // GPUs of removed nodes: not capacity.
   int removed_gpus() const;
 
-  // The pass input; borrows specs held here (valid until the next load(); see above). O(jobs not
-  // finished and not parked): pending and held jobs, then running ones, both in id order.
+  // The pass input, a copy for another thread (the daemon's pass); borrows specs held here (valid until
+  // the next load(); see above). O(jobs not finished and not parked): pending and held jobs, and running
+  // ones, in no particular order (the core orders them).
   sched::Snapshot snapshot(int64_t now) const;
-  // The same, kept up to date by every change instead of built anew (the simulator's pass input, valid
+  // The same, kept up to date by every change instead of copied (the simulator's pass input, valid
   // until the next change): a running job keeps its `gpus` buffer while it holds them, so sched::Scheduler
   // carries it from pass to pass by reference. The caller may set the config, usage and quota fields;
   // `pending` and `running` are the table's. Jobs are in no particular order.

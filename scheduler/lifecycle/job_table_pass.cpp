@@ -1,0 +1,84 @@
+// JobTable: the pass input, kept by every change (pass_input()) and copied for the daemon (snapshot()).
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/lifecycle/job_table.hpp"
+
+namespace railyard::lifecycle {
+
+using jobs::JobState;
+
+void JobTable::enter_pass(const JobRecord& r) {
+  if (r.state == JobState::kPending || r.state == JobState::kHeld) {
+    pending_slot_[r.id] = static_cast<uint32_t>(live_.pending.size());
+    live_.pending.push_back(
+        {r.id, &r.spec, r.submit_time, r.state == JobState::kHeld, r.compact_since.value_or(-1)});
+  } else {
+    running_slot_[r.id] = static_cast<uint32_t>(live_.running.size());
+    live_.running.push_back({r.id, &r.spec, r.gpus, r.slices, r.start_time.value_or(0)});
+  }
+}
+
+namespace {
+
+// Takes `id` out of `v` (swap with the last), keeping `slots` right.
+template <typename T>
+void take_out(std::vector<T>& v, std::unordered_map<JobId, uint32_t>& slots, JobId id) {
+  auto it = slots.find(id);
+  if (it == slots.end()) return;
+  const uint32_t pos = it->second;
+  slots.erase(it);
+  if (pos + 1 != v.size()) {
+    v[pos] = std::move(v.back());
+    slots[v[pos].id] = pos;
+  }
+  v.pop_back();
+}
+
+}  // namespace
+
+void JobTable::leave_pass(JobId id) {
+  take_out(live_.pending, pending_slot_, id);
+  take_out(live_.running, running_slot_, id);
+}
+
+void JobTable::add_dependencies(sched::Snapshot& s) const {
+  s.dependencies.clear();
+  for (const auto& p : s.pending)
+    p.spec->any_dependency([&](const jobs::Dependency& d) {
+      s.dependencies.emplace(d, dependency_state(d));
+      return false;
+    });
+}
+
+sched::Snapshot& JobTable::pass_input(int64_t now) {
+  live_.cluster = &cluster_;
+  live_.now = now;
+  if (live_.health != health_) live_.health = health_;
+  add_dependencies(live_);
+  if (draining_.empty()) return live_;
+  // Draining allocations hold their GPUs under a negative id, so the core never takes them for a job of its
+  // own; a preemption that names one is ignored by plan_changes() (unknown id).
+  with_draining_ = live_;
+  JobId fake = 0;
+  for (const auto& [alloc, d] : draining_)
+    if (const JobRecord* r = find(d.job)) with_draining_.running.push_back({--fake, &r->spec, d.gpus, {}, now});
+  return with_draining_;
+}
+
+sched::Snapshot JobTable::snapshot(int64_t now) const {
+  sched::Snapshot s;
+  s.cluster = &cluster_;
+  s.health = health_;
+  s.now = now;
+  s.pending = live_.pending;
+  s.running.reserve(live_.running.size() + draining_.size());
+  s.running.assign(live_.running.begin(), live_.running.end());
+  add_dependencies(s);
+  JobId fake = 0;  // as in pass_input()
+  for (const auto& [alloc, d] : draining_)
+    if (const JobRecord* r = find(d.job)) s.running.push_back({--fake, &r->spec, d.gpus, {}, now});
+  return s;
+}
+
+}  // namespace railyard::lifecycle
