@@ -11,39 +11,26 @@
 //   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
 //   railyard-scheduler routes        (the route table as JSON: method, path, role)
 //
-// Wiring only: the HTTP server (api/server) is the event loop; the Service (daemon/) holds the state and the
-// scheduling loop; the Router (api/router) maps requests onto the Service; WebSocket upgrades go to the
-// AgentHub (/api/v1/agent) and the WatchHub (/api/v1/watch).
+// Command-line parsing and the small commands; serving is the Daemon's (daemon_root.hpp: the HTTP server is
+// the event loop, the Service holds the state and the scheduling loop, the Router maps requests onto it,
+// WebSocket upgrades go to the AgentHub and the WatchHub).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
-#include <thread>
 
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
-#include "scheduler/api/server.hpp"
-#include "scheduler/api/static_files.hpp"
-#include "scheduler/api/watch.hpp"
-#include "scheduler/daemon/agents.hpp"
 #include "scheduler/daemon/config.hpp"
-#include "scheduler/daemon/service.hpp"
-#include "scheduler/ha/elector.hpp"
-#include "scheduler/ha/etcd.hpp"
-#include "scheduler/ha/standby.hpp"
+#include "scheduler/daemon_root.hpp"
 #include "scheduler/node_key_cmd.hpp"
 #include "scheduler/queue/priority.hpp"
 #include "scheduler/store/sqlite_store.hpp"
-#include "topology/io_json.hpp"
 
 namespace {
 
@@ -53,8 +40,6 @@ int fail(const std::string& message, int code = 1) {
   std::cerr << "railyard-scheduler: " << message << "\n";
   return code;
 }
-
-int64_t wall_clock_seconds();
 
 int token_create(const std::string& db, const std::string& user, const std::string& role_name,
                  const std::string& expires) {
@@ -75,259 +60,6 @@ int token_create(const std::string& db, const std::string& user, const std::stri
             << user << " (id " << t.id() << ", " << (*life ? "expires in " + expires : "never expires")
             << "; shown once; store it safely)\n";
   std::cout << *token << std::endl;
-  return 0;
-}
-
-// Every connection is a file descriptor: raises the soft RLIMIT_NOFILE to the hard one, and lowers the
-// connection cap to what the limit leaves after kReservedFds (database, logs, etcd), with a warning.
-api::ServerLimits server_limits(const daemon::DaemonConfig& config) {
-  constexpr rlim_t kReservedFds = 128;
-  api::ServerLimits limits{static_cast<size_t>(config.max_connections),
-                           std::chrono::seconds(config.header_timeout_s)};
-  rlimit fds{};
-  if (::getrlimit(RLIMIT_NOFILE, &fds) != 0) return limits;
-  if (fds.rlim_cur < fds.rlim_max) {
-    rlimit raised{fds.rlim_max, fds.rlim_max};
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) fds = raised;
-  }
-  const rlim_t room = fds.rlim_cur > kReservedFds ? fds.rlim_cur - kReservedFds : 1;
-  if (fds.rlim_cur != RLIM_INFINITY && limits.max_connections > room) {
-    spdlog::warn(
-        "--max-connections {} is more than the file-descriptor limit ({}) leaves room for: {} (raise "
-        "`ulimit -n` / LimitNOFILE)",
-        limits.max_connections, fds.rlim_cur, room);
-    limits.max_connections = room;
-  }
-  return limits;
-}
-
-int64_t wall_clock_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t wall_clock_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// The hub's view of a WebSocket connection.
-class HubPeer final : public daemon::Peer {
- public:
-  explicit HubPeer(std::shared_ptr<api::WsPeer> ws) : ws_(std::move(ws)) {}
-  void send(std::string text) override { ws_->send(std::move(text)); }
-  void close() override { ws_->close(); }
-  std::string remote_address() const override { return ws_->remote_address(); }
-
- private:
-  std::shared_ptr<api::WsPeer> ws_;
-};
-
-Result<std::string> read_secret(const std::string& path) {
-  if (path.empty()) return std::string();
-  std::ifstream in(path);
-  if (!in) return not_found("--agent-secret-file " + path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  if (s.size() < 16)
-    return invalid("--agent-secret-file " + path + ": the secret must have at least 16 characters");
-  return s;
-}
-
-void tick_every_second(api::HttpServer& server, daemon::AgentHub& hub) {
-  server.post_after(std::chrono::seconds(1), [&server, &hub] {
-    hub.tick();
-    tick_every_second(server, hub);
-  });
-}
-
-// Exit status of a leader that stopped leading (high availability): a supervisor restarts it as a standby.
-constexpr int kExitDeposed = 75;
-
-// A leader that lost its lease, or found a newer epoch in the database, ends at once: no pass, no order to an
-// agent and no write can follow (agents keep their workers running; the next leader reconciles).
-[[noreturn]] void step_down(const std::string& why) {
-  spdlog::critical("ha: no longer the leader ({}); exiting so that nothing more is done under this epoch", why);
-  spdlog::default_logger()->flush();
-  std::_Exit(kExitDeposed);
-}
-
-// Serves as a standby (ha/standby.hpp) on the daemon's address until the elector wins: the epoch; an error
-// when stopped (SIGINT/SIGTERM) first. The standby's listener is closed before the leader's opens.
-Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddress& listen,
-                                 const daemon::DaemonConfig& config) {
-  api::HttpServer server;
-  server.set_limits(server_limits(config));
-  server.set_handler([&elector](api::HttpRequest&& req, api::Reply reply) {
-    if (auto r = ha::ha_route(req, elector)) return reply(std::move(*r));
-    reply(ha::standby_answer(req, elector));
-  });
-  if (!config.tls_cert.empty())
-    if (auto s = server.enable_tls(config.tls_cert, config.tls_key); !s) return s.error();
-  auto port = server.listen(listen.host, listen.port);
-  if (!port) return port.error();
-  std::cout << "standby on " << listen.host << ":" << *port << std::endl;
-  Result<int64_t> won = Error{ErrorCode::kUnavailable, "stopped"};
-  std::atomic<bool> done{false};
-  std::thread campaign([&] {
-    won = elector.campaign();
-    done = true;
-    server.post([&server] { server.stop(); });
-  });
-  server.run();
-  // Stopped by a signal while campaigning: end the campaign. Once it has won, the elector must go on (its
-  // keepalive and watchdog keep the lease and stop a leader that loses it).
-  const bool stopped = !done.load();
-  if (stopped) elector.stop();
-  campaign.join();
-  if (stopped) return Error{ErrorCode::kUnavailable, "stopped"};  // a win just now is handed back (~Elector)
-  return won;
-}
-
-// Who is an admin among the Unix socket's callers: root, this process's user, members of --admin-group.
-Result<api::PeerPolicy> peer_policy(const daemon::DaemonConfig& config) {
-  api::PeerPolicy peer{static_cast<uint32_t>(::geteuid()), std::nullopt};
-  if (config.admin_group.empty()) return peer;
-  auto gid = api::admin_group_id(config.admin_group);
-  if (!gid) return gid.error();
-  peer.admin_gid = *gid;
-  return peer;
-}
-
-int run_daemon(const daemon::DaemonConfig& config, const std::string& exe) {
-  auto listen = daemon::parse_listen(config.listen);
-  if (!listen) return fail(listen.error().message, 2);
-  auto cluster = daemon::load_cluster(config);
-  if (!cluster) return fail(cluster.error().message, 2);
-  std::unique_ptr<ha::Elector> elector;
-  int64_t epoch = 0;
-  if (!config.ha_etcd.empty()) {
-    if (listen->port == 0) return fail("--ha-etcd needs a fixed --listen port (clients and agents list it)", 2);
-    ha::ElectorOptions eo;
-    eo.endpoints = ha::split_endpoints(config.ha_etcd);
-    eo.name = config.ha_name.empty() ? listen->host + ":" + std::to_string(listen->port) : config.ha_name;
-    eo.address = !config.ha_advertise.empty()
-                     ? config.ha_advertise
-                     : std::string(config.tls_cert.empty() ? "http://" : "https://") + listen->host + ":" +
-                           std::to_string(listen->port);
-    eo.ttl_s = config.ha_ttl_s;
-    eo.margin = std::chrono::milliseconds(std::max(500, config.ha_ttl_s * 300));  // 1.5 s for the default 5 s
-    spdlog::info("ha: {} at {}, etcd {}, lease TTL {} s", eo.name, eo.address, config.ha_etcd, eo.ttl_s);
-    elector = std::make_unique<ha::Elector>(eo, step_down);
-    auto won = serve_as_standby(*elector, *listen, config);
-    if (!won) {
-      if (won.error().message == "stopped") return 0;
-      return fail(won.error().message);
-    }
-    epoch = *won;
-  }
-  // With HA only the epoch holder gets here: it opens the shared database, fences it with its epoch (a
-  // database claimed by a newer one refuses it), and reconciles with the agents as a restart does.
-  auto st = store::SqliteStateStore::open(config.db);
-  if (!st) return fail(st.error().message);
-  auto submit_st = store::SqliteStateStore::open(config.db);  // submits commit on their own connection
-  if (!submit_st) return fail(submit_st.error().message);
-  if (epoch > 0) {
-    if (auto s = (*st)->fence(epoch, true); !s) step_down(s.error().message);
-    if (auto s = (*submit_st)->fence(epoch, false); !s) step_down(s.error().message);
-    (*st)->set_on_fenced(step_down);
-    (*submit_st)->set_on_fenced(step_down);
-    spdlog::info("ha: leading with epoch {}; database {} claimed", epoch, config.db);
-  }
-  spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster->name(), cluster->node_count(),
-               cluster->gpu_count(), config.db, (*st)->schema_version());
-
-  api::HttpServer server;
-  daemon::Loop loop{[&server](std::function<void()> fn) { server.post(std::move(fn)); },
-                    [&server](std::chrono::milliseconds delay, std::function<void()> fn) {
-                      server.post_after(delay, std::move(fn));
-                    }};
-  daemon::Service service(*cluster, std::move(*st), std::move(loop), wall_clock_seconds);
-  service.set_clock_ms(wall_clock_ms);
-  sched::PolicyConfig policy;
-  policy.compact_wait_s = config.compact_wait_s;
-  if (auto s = sched::apply_priority_weights(config.priority_weights, policy); !s)
-    return fail("--priority-weights " + s.error().message, 2);
-  service.set_policy(policy);
-  auto durability = daemon::parse_submit_durability(config.submit_durability);
-  if (!durability) return fail(durability.error().message, 2);
-  if (auto s = service.set_submit_durability(*durability); !s) return fail(s.error().message, 2);
-  if (*durability == store::Durability::kWritten)
-    spdlog::warn(
-        "submits are acknowledged once written to the log, before it is synced (--submit-durability "
-        "written): a killed scheduler loses none of them, a crash of the machine can lose the last ~20 ms");
-  service.run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)
-  service.commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
-  service.sync_log_on_thread();                             // and the delayed sync's fsync
-  service.checkpoint_on_thread();                           // and the log's checkpoints
-  if (auto s = service.open(); !s) return fail(s.error().message);
-  auto secret = read_secret(config.agent_secret_file);
-  if (!secret) return fail(secret.error().message, 2);
-  if (secret->empty() && !config.node_keys) spdlog::warn("no --agent-secret-file and no --node-keys: agents will be refused");
-  daemon::AgentHubOptions hub_options;
-  hub_options.secret = *secret;
-  hub_options.node_keys = config.node_keys;
-  hub_options.heartbeat_timeout_s = config.heartbeat_timeout_s;
-  // Heartbeats often enough that two may be lost before the timeout: min(5 s, timeout / 3), at least 1 s.
-  hub_options.heartbeat_interval_s = static_cast<int>(std::clamp<int64_t>(config.heartbeat_timeout_s / 3, 1, 5));
-  hub_options.reconcile_grace_s =
-      config.reconcile_grace_s >= 0 ? config.reconcile_grace_s : config.heartbeat_timeout_s;
-  hub_options.launch_timeout_s = config.launch_timeout_s;
-  hub_options.epoch = epoch;
-  daemon::AgentHub hub(service, hub_options);
-  hub.start();
-  api::WatchHub watch(service, config.private_reads);
-  watch.start();
-  hub.set_metrics_listener(
-      [&watch](jobs::JobId job, const nlohmann::json& ev) { watch.on_metrics(job, ev); });
-  auto peer = peer_policy(config);
-  if (!peer) return fail(peer.error().message, 2);
-  const std::string web_root = config.web_root == "none" ? ""
-                               : config.web_root.empty() ? api::default_web_root(exe)
-                                                         : config.web_root;
-  if (!web_root.empty()) spdlog::info("serving web files from {}", web_root);
-  api::Router router(service, {config.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster),
-                               web_root, *peer});
-  router.set_agent_hub(&hub);
-  if (elector)
-    router.set_ha_route(
-        [leading = elector.get()](const api::HttpRequest& req) { return ha::ha_route(req, *leading); });
-  server.set_handler(
-      [&router](api::HttpRequest&& req, api::Reply reply) { router.handle(std::move(req), reply); });
-  server.set_ws_acceptor([&hub, &watch](const api::HttpRequest& req,
-                                        std::shared_ptr<api::WsPeer> ws) -> std::optional<api::WsHandlers> {
-    const std::string path = req.target.substr(0, req.target.find('?'));
-    if (path == "/api/v1/watch") return watch.accept(req, ws);
-    if (path != "/api/v1/agent") return std::nullopt;
-    auto peer = std::make_shared<HubPeer>(std::move(ws));
-    daemon::Peer* key = peer.get();
-    hub.on_open(peer);
-    return api::WsHandlers{[&hub, key](std::string_view text) { hub.on_message(key, text); },
-                           [&hub, key] { hub.on_close(key); }};
-  });
-  tick_every_second(server, hub);
-  server.set_body_limit(&api::Router::body_limit);
-  server.set_concurrent(&api::Router::concurrent);
-  server.set_limits(server_limits(config));
-  if (config.tls_cert.empty() != config.tls_key.empty())
-    return fail("--tls-cert and --tls-key go together", 2);
-  if (!config.tls_cert.empty()) {
-    if (auto s = server.enable_tls(config.tls_cert, config.tls_key); !s) return fail(s.error().message, 2);
-    spdlog::info("TLS on: HTTPS and WSS only (certificate {})", config.tls_cert);
-  }
-  if (!config.unix_socket.empty()) {
-    if (auto s = server.listen_unix(config.unix_socket); !s) return fail(s.error().message);
-    spdlog::info("unix socket {}: requests without a token are made by the connecting Unix user",
-                 config.unix_socket);
-  }
-  auto port = server.listen(listen->host, listen->port);
-  if (!port) return fail(port.error().message);
-  std::cout << "listening on " << listen->host << ":" << *port << std::endl;
-  server.run();
-  spdlog::info("stopped");
   return 0;
 }
 
@@ -455,5 +187,5 @@ int main(int argc, char** argv) {
       if (app.count(flag) > 0) given.insert(key);
     if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);
   }
-  return run_daemon(config, "/proc/self/exe");
+  return Daemon(config, "/proc/self/exe").run();
 }

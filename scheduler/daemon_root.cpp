@@ -1,0 +1,301 @@
+#include "scheduler/daemon_root.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "scheduler/api/auth.hpp"
+#include "scheduler/api/static_files.hpp"
+#include "scheduler/ha/etcd.hpp"
+#include "scheduler/ha/standby.hpp"
+#include "scheduler/queue/priority.hpp"
+#include "topology/io_json.hpp"
+
+namespace railyard {
+namespace {
+
+int exit_with(const std::string& message, int code) {
+  std::cerr << "railyard-scheduler: " << message << "\n";
+  return code;
+}
+
+// Every connection is a file descriptor: raises the soft RLIMIT_NOFILE to the hard one, and lowers the
+// connection cap to what the limit leaves after kReservedFds (database, logs, etcd), with a warning.
+api::ServerLimits server_limits(const daemon::DaemonConfig& config) {
+  constexpr rlim_t kReservedFds = 128;
+  api::ServerLimits limits{static_cast<size_t>(config.max_connections),
+                           std::chrono::seconds(config.header_timeout_s)};
+  rlimit fds{};
+  if (::getrlimit(RLIMIT_NOFILE, &fds) != 0) return limits;
+  if (fds.rlim_cur < fds.rlim_max) {
+    rlimit raised{fds.rlim_max, fds.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) fds = raised;
+  }
+  const rlim_t room = fds.rlim_cur > kReservedFds ? fds.rlim_cur - kReservedFds : 1;
+  if (fds.rlim_cur != RLIM_INFINITY && limits.max_connections > room) {
+    spdlog::warn(
+        "--max-connections {} is more than the file-descriptor limit ({}) leaves room for: {} (raise "
+        "`ulimit -n` / LimitNOFILE)",
+        limits.max_connections, fds.rlim_cur, room);
+    limits.max_connections = room;
+  }
+  return limits;
+}
+
+int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The hub's view of a WebSocket connection.
+class HubPeer final : public daemon::Peer {
+ public:
+  explicit HubPeer(std::shared_ptr<api::WsPeer> ws) : ws_(std::move(ws)) {}
+  void send(std::string text) override { ws_->send(std::move(text)); }
+  void close() override { ws_->close(); }
+  std::string remote_address() const override { return ws_->remote_address(); }
+
+ private:
+  std::shared_ptr<api::WsPeer> ws_;
+};
+
+Result<std::string> read_secret(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return not_found("--agent-secret-file " + path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  if (s.size() < 16)
+    return invalid("--agent-secret-file " + path + ": the secret must have at least 16 characters");
+  return s;
+}
+
+void tick_every_second(api::HttpServer& server, daemon::AgentHub& hub) {
+  server.post_after(std::chrono::seconds(1), [&server, &hub] {
+    hub.tick();
+    tick_every_second(server, hub);
+  });
+}
+
+// A leader that lost its lease, or found a newer epoch in the database, ends at once: no pass, no order to an
+// agent and no write can follow (agents keep their workers running; the next leader reconciles).
+[[noreturn]] void step_down(const std::string& why) {
+  spdlog::critical("ha: no longer the leader ({}); exiting so that nothing more is done under this epoch", why);
+  spdlog::default_logger()->flush();
+  std::_Exit(kExitDeposed);
+}
+
+// Serves as a standby (ha/standby.hpp) on the daemon's address until the elector wins: the epoch; an error
+// when stopped (SIGINT/SIGTERM) first. The standby's listener is closed before the leader's opens.
+Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddress& listen,
+                                 const daemon::DaemonConfig& config) {
+  api::HttpServer server;
+  server.set_limits(server_limits(config));
+  server.set_handler([&elector](api::HttpRequest&& req, api::Reply reply) {
+    if (auto r = ha::ha_route(req, elector)) return reply(std::move(*r));
+    reply(ha::standby_answer(req, elector));
+  });
+  if (!config.tls_cert.empty())
+    if (auto s = server.enable_tls(config.tls_cert, config.tls_key); !s) return s.error();
+  auto port = server.listen(listen.host, listen.port);
+  if (!port) return port.error();
+  std::cout << "standby on " << listen.host << ":" << *port << std::endl;
+  Result<int64_t> won = Error{ErrorCode::kUnavailable, "stopped"};
+  std::atomic<bool> done{false};
+  std::thread campaign([&] {
+    won = elector.campaign();
+    done = true;
+    server.post([&server] { server.stop(); });
+  });
+  server.run();
+  // Stopped by a signal while campaigning: end the campaign. Once it has won, the elector must go on (its
+  // keepalive and watchdog keep the lease and stop a leader that loses it).
+  const bool stopped = !done.load();
+  if (stopped) elector.stop();
+  campaign.join();
+  if (stopped) return Error{ErrorCode::kUnavailable, "stopped"};  // a win just now is handed back (~Elector)
+  return won;
+}
+
+// Who is an admin among the Unix socket's callers: root, this process's user, members of --admin-group.
+Result<api::PeerPolicy> peer_policy(const daemon::DaemonConfig& config) {
+  api::PeerPolicy peer{static_cast<uint32_t>(::geteuid()), std::nullopt};
+  if (config.admin_group.empty()) return peer;
+  auto gid = api::admin_group_id(config.admin_group);
+  if (!gid) return gid.error();
+  peer.admin_gid = *gid;
+  return peer;
+}
+
+}  // namespace
+
+int64_t wall_clock_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Daemon::Daemon(daemon::DaemonConfig config, std::string exe) : config_(std::move(config)), exe_(std::move(exe)) {}
+
+Daemon::~Daemon() = default;
+
+int Daemon::run() {
+  auto listen = daemon::parse_listen(config_.listen);
+  if (!listen) return exit_with(listen.error().message, 2);
+  listen_ = *listen;
+  auto cluster = daemon::load_cluster(config_);
+  if (!cluster) return exit_with(cluster.error().message, 2);
+  cluster_ = std::move(*cluster);
+  for (Step (Daemon::*step)() : {&Daemon::elect, &Daemon::open_service, &Daemon::open_hubs, &Daemon::open_http})
+    if (Step failed = (this->*step)()) {
+      if (failed->message == "stopped") return 0;  // stopped while a standby
+      return exit_with(failed->message, failed->exit_code);
+    }
+  server_.run();
+  spdlog::info("stopped");
+  return 0;
+}
+
+Daemon::Step Daemon::elect() {
+  if (config_.ha_etcd.empty()) return std::nullopt;
+  if (listen_.port == 0) return Failed{"--ha-etcd needs a fixed --listen port (clients and agents list it)", 2};
+  ha::ElectorOptions eo;
+  eo.endpoints = ha::split_endpoints(config_.ha_etcd);
+  eo.name = config_.ha_name.empty() ? listen_.host + ":" + std::to_string(listen_.port) : config_.ha_name;
+  eo.address = !config_.ha_advertise.empty()
+                   ? config_.ha_advertise
+                   : std::string(config_.tls_cert.empty() ? "http://" : "https://") + listen_.host + ":" +
+                         std::to_string(listen_.port);
+  eo.ttl_s = config_.ha_ttl_s;
+  eo.margin = std::chrono::milliseconds(std::max(500, config_.ha_ttl_s * 300));  // 1.5 s for the default 5 s
+  spdlog::info("ha: {} at {}, etcd {}, lease TTL {} s", eo.name, eo.address, config_.ha_etcd, eo.ttl_s);
+  elector_ = std::make_unique<ha::Elector>(eo, step_down);
+  auto won = serve_as_standby(*elector_, listen_, config_);
+  if (!won) return Failed{won.error().message, 1};
+  epoch_ = *won;
+  return std::nullopt;
+}
+
+// With HA only the epoch holder gets here: it opens the shared database, fences it with its epoch (a
+// database claimed by a newer one refuses it), and reconciles with the agents as a restart does.
+Daemon::Step Daemon::open_service() {
+  auto st = store::SqliteStateStore::open(config_.db);
+  if (!st) return Failed{st.error().message, 1};
+  auto submit_st = store::SqliteStateStore::open(config_.db);
+  if (!submit_st) return Failed{submit_st.error().message, 1};
+  if (epoch_ > 0) {
+    if (auto s = (*st)->fence(epoch_, true); !s) step_down(s.error().message);
+    if (auto s = (*submit_st)->fence(epoch_, false); !s) step_down(s.error().message);
+    (*st)->set_on_fenced(step_down);
+    (*submit_st)->set_on_fenced(step_down);
+    spdlog::info("ha: leading with epoch {}; database {} claimed", epoch_, config_.db);
+  }
+  spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster_->name(), cluster_->node_count(),
+               cluster_->gpu_count(), config_.db, (*st)->schema_version());
+  daemon::Loop loop{[this](std::function<void()> fn) { server_.post(std::move(fn)); },
+                    [this](std::chrono::milliseconds delay, std::function<void()> fn) {
+                      server_.post_after(delay, std::move(fn));
+                    }};
+  service_ = std::make_unique<daemon::Service>(*cluster_, std::move(*st), std::move(loop), wall_clock_seconds);
+  service_->set_clock_ms(wall_clock_ms);
+  sched::PolicyConfig policy;
+  policy.compact_wait_s = config_.compact_wait_s;
+  if (auto s = sched::apply_priority_weights(config_.priority_weights, policy); !s)
+    return Failed{"--priority-weights " + s.error().message, 2};
+  service_->set_policy(policy);
+  auto durability = daemon::parse_submit_durability(config_.submit_durability);
+  if (!durability) return Failed{durability.error().message, 2};
+  if (auto s = service_->set_submit_durability(*durability); !s) return Failed{s.error().message, 2};
+  if (*durability == store::Durability::kWritten)
+    spdlog::warn(
+        "submits are acknowledged once written to the log, before it is synced (--submit-durability "
+        "written): a killed scheduler loses none of them, a crash of the machine can lose the last ~20 ms");
+  service_->run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)
+  service_->commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
+  service_->sync_log_on_thread();                             // and the delayed sync's fsync
+  service_->checkpoint_on_thread();                           // and the log's checkpoints
+  if (auto s = service_->open(); !s) return Failed{s.error().message, 1};
+  return std::nullopt;
+}
+
+Daemon::Step Daemon::open_hubs() {
+  auto secret = read_secret(config_.agent_secret_file);
+  if (!secret) return Failed{secret.error().message, 2};
+  if (secret->empty() && !config_.node_keys)
+    spdlog::warn("no --agent-secret-file and no --node-keys: agents will be refused");
+  daemon::AgentHubOptions o;
+  o.secret = *secret;
+  o.node_keys = config_.node_keys;
+  o.heartbeat_timeout_s = config_.heartbeat_timeout_s;
+  // Heartbeats often enough that two may be lost before the timeout: min(5 s, timeout / 3), at least 1 s.
+  o.heartbeat_interval_s = static_cast<int>(std::clamp<int64_t>(config_.heartbeat_timeout_s / 3, 1, 5));
+  o.reconcile_grace_s = config_.reconcile_grace_s >= 0 ? config_.reconcile_grace_s : config_.heartbeat_timeout_s;
+  o.launch_timeout_s = config_.launch_timeout_s;
+  o.epoch = epoch_;
+  hub_ = std::make_unique<daemon::AgentHub>(*service_, o);
+  hub_->start();
+  watch_ = std::make_unique<api::WatchHub>(*service_, config_.private_reads);
+  watch_->start();
+  hub_->set_metrics_listener([this](jobs::JobId job, const nlohmann::json& ev) { watch_->on_metrics(job, ev); });
+  return std::nullopt;
+}
+
+Daemon::Step Daemon::open_http() {
+  auto peer = peer_policy(config_);
+  if (!peer) return Failed{peer.error().message, 2};
+  const std::string web_root = config_.web_root == "none" ? ""
+                               : config_.web_root.empty() ? api::default_web_root(exe_)
+                                                          : config_.web_root;
+  if (!web_root.empty()) spdlog::info("serving web files from {}", web_root);
+  router_ = std::make_unique<api::Router>(
+      *service_,
+      api::RouterOptions{config_.private_reads, PROJECT_VERSION, topology::write_cluster_json(*cluster_), web_root,
+                         *peer});
+  router_->set_agent_hub(hub_.get());
+  if (elector_)
+    router_->set_ha_route(
+        [leading = elector_.get()](const api::HttpRequest& req) { return ha::ha_route(req, *leading); });
+  server_.set_handler([this](api::HttpRequest&& req, api::Reply reply) { router_->handle(std::move(req), reply); });
+  server_.set_ws_acceptor(
+      [this](const api::HttpRequest& req, std::shared_ptr<api::WsPeer> ws) -> std::optional<api::WsHandlers> {
+        const std::string path = req.target.substr(0, req.target.find('?'));
+        if (path == "/api/v1/watch") return watch_->accept(req, ws);
+        if (path != "/api/v1/agent") return std::nullopt;
+        auto peer = std::make_shared<HubPeer>(std::move(ws));
+        daemon::Peer* key = peer.get();
+        hub_->on_open(peer);
+        return api::WsHandlers{[this, key](std::string_view text) { hub_->on_message(key, text); },
+                               [this, key] { hub_->on_close(key); }};
+      });
+  tick_every_second(server_, *hub_);
+  server_.set_body_limit(&api::Router::body_limit);
+  server_.set_concurrent(&api::Router::concurrent);
+  server_.set_limits(server_limits(config_));
+  if (config_.tls_cert.empty() != config_.tls_key.empty()) return Failed{"--tls-cert and --tls-key go together", 2};
+  if (!config_.tls_cert.empty()) {
+    if (auto s = server_.enable_tls(config_.tls_cert, config_.tls_key); !s) return Failed{s.error().message, 2};
+    spdlog::info("TLS on: HTTPS and WSS only (certificate {})", config_.tls_cert);
+  }
+  if (!config_.unix_socket.empty()) {
+    if (auto s = server_.listen_unix(config_.unix_socket); !s) return Failed{s.error().message, 1};
+    spdlog::info("unix socket {}: requests without a token are made by the connecting Unix user",
+                 config_.unix_socket);
+  }
+  auto port = server_.listen(listen_.host, listen_.port);
+  if (!port) return Failed{port.error().message, 1};
+  std::cout << "listening on " << listen_.host << ":" << *port << std::endl;
+  return std::nullopt;
+}
+
+}  // namespace railyard
