@@ -204,6 +204,86 @@ void wait_for_nodes(const std::string& url, const std::string& token, size_t wan
                       "/agents/*.log (stop with: railyard down --state-dir " + dir + ")"));
 }
 
+// Where `railyard up` keeps what its schedulers are started with.
+struct SchedulerFiles {
+  std::string program, dir, pids, db, cluster, secret, socket;
+};
+
+// Starts the scheduler (or, with --ha N, N of them) and waits until one listens: its pid, and the URL the
+// agents and the CLI are given (with --ha the leader's first, then the others).
+std::pair<int, std::string> start_schedulers(const UpOptions& o, const SchedulerFiles& f, const std::string& etcd_urls,
+                                             bool with_socket) {
+  const int schedulers = std::max(1, o.ha);
+  std::error_code ec;
+  std::vector<int> spids;
+  std::vector<std::string> logs, urls;
+  for (int i = 1; i <= schedulers; ++i) {
+    const int port = o.ha == 0 ? o.port : o.port == 0 ? free_port() : o.port + i - 1;
+    const std::string log = o.ha == 0 ? f.dir + "/scheduler.log" : f.dir + "/scheduler-s" + std::to_string(i) + ".log";
+    std::vector<std::string> sargv{f.program, "--listen", "127.0.0.1:" + std::to_string(port), "--db", f.db,
+                                   "--cluster", f.cluster};
+    if (!o.no_agents && o.shared_secret) sargv.insert(sargv.end(), {"--agent-secret-file", f.secret});
+    if (!o.no_agents && !o.shared_secret) sargv.push_back("--node-keys");
+    if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
+    if (with_socket) sargv.insert(sargv.end(), {"--unix-socket", f.socket});
+    if (o.ha > 0) {
+      sargv.insert(sargv.end(), {"--ha-etcd", etcd_urls, "--ha-name", "s" + std::to_string(i)});
+      fs::remove(log, ec);  // the leader is found by its "listening on" line: none from an earlier run
+    }
+    sargv.insert(sargv.end(), o.scheduler_args.begin(), o.scheduler_args.end());
+    spids.push_back(local::start_process(f.pids, "scheduler", sargv, log));
+    logs.push_back(log);
+    urls.push_back("http://127.0.0.1:" + std::to_string(port));
+  }
+  int spid = spids.front();
+  std::string url;
+  if (o.ha == 0) {
+    url = "http://127.0.0.1:" + std::to_string(wait_for_listen(spid, logs.front(), o.timeout_s));
+  } else {
+    // The leader is the one that prints "listening on" (standbys print "standby on").
+    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
+    for (size_t i = 0;; i = (i + 1) % spids.size()) {
+      if (tail_of(logs[i]).find("listening on ") != std::string::npos) {
+        spid = spids[i];
+        break;
+      }
+      if (Clock::now() >= deadline)
+        fail(internal_error("no scheduler was elected leader within " + std::to_string(int(o.timeout_s)) +
+                            " s; see " + f.dir + "/scheduler-s*.log and " + f.dir + "/etcd-e*.log"));
+      sleep_for_seconds(0.05);
+    }
+    // The leader first: the dashboard line below names it.
+    const std::string lead = urls[static_cast<size_t>(std::find(spids.begin(), spids.end(), spid) - spids.begin())];
+    url = lead;
+    for (const auto& u : urls)
+      if (u != lead) url += "," + u;
+  }
+  return {spid, url};
+}
+
+// Starts the agents of `names` (one per node, or --emulate-nodes N nodes per process): how many.
+int start_agents(const UpOptions& o, const std::string& agent, const std::string& url, const std::string& dir,
+                 const std::string& pids, const std::vector<std::string>& names, const std::string& secret_file,
+                 const std::string& key_dir) {
+  int agents = 0;
+  const size_t group = o.emulate_nodes > 0 ? static_cast<size_t>(o.emulate_nodes) : 1;
+  for (size_t i = 0; i < names.size(); i += group) {
+    const std::vector<std::string> part(names.begin() + i, names.begin() + std::min(names.size(), i + group));
+    const std::string first = part.front();
+    std::vector<std::string> argv{agent, "--scheduler", url};
+    if (o.shared_secret) argv.insert(argv.end(), {"--secret-file", secret_file});
+    else
+      for (const auto& n : part) argv.insert(argv.end(), {"--key-file", key_dir + "/" + n + ".key"});
+    if (o.emulate_nodes > 0) argv.insert(argv.end(), {"--nodes", compress_hostlist(part)});
+    else argv.insert(argv.end(), {"--node", first});
+    argv.insert(argv.end(), {"--emulate", o.profile, "--state-dir", dir + "/agents/" + first, "--allow-root-jobs",
+                                  "--kill-workers-on-exit"});
+    local::start_process(pids, "agent", argv, dir + "/agents/" + first + ".log");
+    ++agents;
+  }
+  return agents;
+}
+
 void run_up(const UpOptions& o) {
   const std::string dir = fs::absolute(o.state_dir.empty() ? default_state_dir() : o.state_dir).string();
   const std::string pids = dir + "/pids";
@@ -236,74 +316,15 @@ void run_up(const UpOptions& o) {
   // With --ha N: N schedulers on ports PORT .. PORT+N-1 (free ones with --port 0) share the database (the
   // shared-storage model: only the leader opens it) and elect their leader through N etcd members.
   const std::string etcd_urls = o.ha > 0 ? start_etcd_members(dir, pids, o.ha) : "";
-  const int schedulers = std::max(1, o.ha);
   // The scheduler's Unix socket, where this host's users need no token (`railyard --url unix:PATH`). Not with
   // --ha (each leader in turn would take over one path), nor where the path is too long for a socket.
   const std::string sock = dir + "/railyard.sock";
   const bool with_socket = o.ha == 0 && sock.size() < kMaxUnixSocketPath;
-  std::vector<int> spids;
-  std::vector<std::string> logs, urls;
-  for (int i = 1; i <= schedulers; ++i) {
-    const int port = o.ha == 0 ? o.port : o.port == 0 ? free_port() : o.port + i - 1;
-    const std::string log = o.ha == 0 ? dir + "/scheduler.log" : dir + "/scheduler-s" + std::to_string(i) + ".log";
-    std::vector<std::string> sargv{scheduler, "--listen", "127.0.0.1:" + std::to_string(port), "--db", db,
-                                   "--cluster", cluster_file};
-    if (!o.no_agents && o.shared_secret) sargv.insert(sargv.end(), {"--agent-secret-file", secret_file});
-    if (!o.no_agents && !o.shared_secret) sargv.push_back("--node-keys");
-    if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
-    if (with_socket) sargv.insert(sargv.end(), {"--unix-socket", sock});
-    if (o.ha > 0) {
-      sargv.insert(sargv.end(), {"--ha-etcd", etcd_urls, "--ha-name", "s" + std::to_string(i)});
-      fs::remove(log, ec);  // the leader is found by its "listening on" line: none from an earlier run
-    }
-    sargv.insert(sargv.end(), o.scheduler_args.begin(), o.scheduler_args.end());
-    spids.push_back(local::start_process(pids, "scheduler", sargv, log));
-    logs.push_back(log);
-    urls.push_back("http://127.0.0.1:" + std::to_string(port));
-  }
-  int spid = spids.front();
-  std::string url;
-  if (o.ha == 0) {
-    url = "http://127.0.0.1:" + std::to_string(wait_for_listen(spid, logs.front(), o.timeout_s));
-  } else {
-    // The leader is the one that prints "listening on" (standbys print "standby on").
-    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
-    for (size_t i = 0;; i = (i + 1) % spids.size()) {
-      if (tail_of(logs[i]).find("listening on ") != std::string::npos) {
-        spid = spids[i];
-        break;
-      }
-      if (Clock::now() >= deadline)
-        fail(internal_error("no scheduler was elected leader within " + std::to_string(int(o.timeout_s)) +
-                            " s; see " + dir + "/scheduler-s*.log and " + dir + "/etcd-e*.log"));
-      sleep_for_seconds(0.05);
-    }
-    // The leader first: the dashboard line below names it.
-    const std::string lead = urls[static_cast<size_t>(std::find(spids.begin(), spids.end(), spid) - spids.begin())];
-    url = lead;
-    for (const auto& u : urls)
-      if (u != lead) url += "," + u;
-  }
+  const auto [spid, url] = start_schedulers(o, {scheduler, dir, pids, db, cluster_file, secret_file, sock},
+                                           etcd_urls, with_socket);
   const std::string token = create_token(scheduler, db, local_user());
 
-  int agents = 0;
-  if (!o.no_agents) {
-    const size_t group = o.emulate_nodes > 0 ? static_cast<size_t>(o.emulate_nodes) : 1;
-    for (size_t i = 0; i < names.size(); i += group) {
-      const std::vector<std::string> part(names.begin() + i, names.begin() + std::min(names.size(), i + group));
-      const std::string first = part.front();
-      std::vector<std::string> argv{agent, "--scheduler", url};
-      if (o.shared_secret) argv.insert(argv.end(), {"--secret-file", secret_file});
-      else
-        for (const auto& n : part) argv.insert(argv.end(), {"--key-file", key_dir + "/" + n + ".key"});
-      if (o.emulate_nodes > 0) argv.insert(argv.end(), {"--nodes", compress_hostlist(part)});
-      else argv.insert(argv.end(), {"--node", first});
-      argv.insert(argv.end(), {"--emulate", o.profile, "--state-dir", dir + "/agents/" + first, "--allow-root-jobs",
-                                    "--kill-workers-on-exit"});
-      local::start_process(pids, "agent", argv, dir + "/agents/" + first + ".log");
-      ++agents;
-    }
-  }
+  const int agents = o.no_agents ? 0 : start_agents(o, agent, url, dir, pids, names, secret_file, key_dir);
   wait_for_nodes(url, token, names.size(), o.timeout_s, dir);
 
   if (!o.no_config)

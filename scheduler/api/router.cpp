@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <variant>
 
 #include "common/json_text.hpp"
 #include "jobs/spec_json.hpp"
@@ -110,13 +111,27 @@ HttpResponse Router::job_show(const Route& route) {
   return json_response(200, job);
 }
 
-// `who`: the caller when the route needed a token (--private); a user then sees only their own jobs.
-HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
-  auto param = [&](const char* k) -> std::optional<std::string> {
-    auto it = route.query.find(k);
-    return it == route.query.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
+namespace {
+
+// The filters and the page of GET /api/v1/jobs.
+struct JobQuery {
   std::set<jobs::JobState> states;
+  std::optional<std::string> user, name;
+  jobs::JobId array = 0;  // the tasks of this array only
+  int64_t limit = kDefaultPageSize;
+  int64_t after = 0, before = std::numeric_limits<int64_t>::max();  // cursors: after < id < before
+  bool desc = false;                                                 // newest first
+};
+
+// The job query of a request's query parameters, or the 400 (403) that refuses it. `who`: the caller when
+// the route needed a token (--private); a user then sees only their own jobs.
+std::variant<JobQuery, HttpResponse> parse_job_query(const std::map<std::string, std::string>& query,
+                                                     const daemon::Caller* who) {
+  auto param = [&](const char* k) -> std::optional<std::string> {
+    auto it = query.find(k);
+    return it == query.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  JobQuery q;
   if (auto v = param("state"); v && !v->empty()) {
     std::string_view rest = *v;
     while (!rest.empty()) {
@@ -125,35 +140,31 @@ HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
       for (auto& ch : one) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
       auto st = jobs::parse_state(one);
       if (!st) return error_response(400, "invalid_argument", "state=" + one + ": unknown state");
-      states.insert(*st);
+      q.states.insert(*st);
     }
   }
-  auto user = param("user");
+  q.user = param("user");
   if (who && !who->admin()) {
-    if (user && !user->empty() && *user != who->user)
+    if (q.user && !q.user->empty() && *q.user != who->user)
       return error_response(
           403, "forbidden",
-          "user=" + *user + ": with --private a user sees only their own jobs (" + who->user + "'s)");
-    user = who->user;
+          "user=" + *q.user + ": with --private a user sees only their own jobs (" + who->user + "'s)");
+    q.user = who->user;
   }
-  const auto name = param("name");
-  jobs::JobId array = 0;  // the tasks of this array only
+  q.name = param("name");
   if (auto v = param("array")) {
     auto n = to_int(*v);
     if (!n || *n < 1) return error_response(400, "invalid_argument", "array=" + *v + ": must be a job id");
-    array = *n;
+    q.array = *n;
   }
-  int64_t limit = kDefaultPageSize;
   if (auto v = param("limit")) {
     auto n = to_int(*v);
     if (!n || *n < 1 || *n > kMaxPageSize)
       return error_response(400, "invalid_argument",
                             "limit=" + *v + ": must be 1.." + std::to_string(kMaxPageSize));
-    limit = *n;
+    q.limit = *n;
   }
-  // Cursors: jobs with after < id < before, ascending by default or newest first with order=desc.
-  int64_t after = 0, before = std::numeric_limits<int64_t>::max();
-  for (auto [key, bound] : {std::pair{"after", &after}, std::pair{"before", &before}}) {
+  for (auto [key, bound] : {std::pair{"after", &q.after}, std::pair{"before", &q.before}}) {
     if (auto v = param(key)) {
       auto n = to_int(*v);
       if (!n || *n < 0)
@@ -161,37 +172,45 @@ HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
       *bound = *n;
     }
   }
-  bool desc = false;
   if (auto v = param("order")) {
     if (*v != "asc" && *v != "desc")
       return error_response(400, "invalid_argument", "order=" + *v + ": must be asc or desc");
-    desc = *v == "desc";
+    q.desc = *v == "desc";
   }
   // An array's tasks come after it (their ids are taken when they are created): the rows before it are skipped.
-  if (array != 0) after = std::max(after, array);
+  if (q.array != 0) q.after = std::max(q.after, q.array);
+  return q;
+}
+
+}  // namespace
+
+HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
+  auto parsed = parse_job_query(route.query, who);
+  if (auto* refused = std::get_if<HttpResponse>(&parsed)) return std::move(*refused);
+  const JobQuery& q = std::get<JobQuery>(parsed);
   const auto& table = service_.table();
   const auto& all = table.jobs();
   json out = json::array();
   json next = nullptr;
   // Filters are checked row by row from the cursor: a page reads only the rows up to its last match.
   auto take = [&](const store::JobRecord& r) {
-    if ((!states.empty() && !states.count(r.state)) || (user && !user->empty() && r.spec.user != *user) ||
-        (name && !name->empty() && r.spec.name != *name) || (array != 0 && r.spec.array_job != array))
+    if ((!q.states.empty() && !q.states.count(r.state)) || (q.user && !q.user->empty() && r.spec.user != *q.user) ||
+        (q.name && !q.name->empty() && r.spec.name != *q.name) || (q.array != 0 && r.spec.array_job != q.array))
       return true;
-    if (static_cast<int64_t>(out.size()) == limit) {
+    if (static_cast<int64_t>(out.size()) == q.limit) {
       next = out.back()["id"];
       return false;
     }
     out.push_back(job_json(r, table));
     return true;
   };
-  if (desc) {
-    for (auto it = std::make_reverse_iterator(all.lower_bound(before)); it != all.rend() && it->first > after;
+  if (q.desc) {
+    for (auto it = std::make_reverse_iterator(all.lower_bound(q.before)); it != all.rend() && it->first > q.after;
          ++it)
       if (!take(it->second)) break;
     return json_response(200, {{"jobs", std::move(out)}, {"next_before", next}});
   }
-  for (auto it = all.upper_bound(after); it != all.end() && it->first < before; ++it)
+  for (auto it = all.upper_bound(q.after); it != all.end() && it->first < q.before; ++it)
     if (!take(it->second)) break;
   return json_response(200, {{"jobs", std::move(out)}, {"next_after", next}});
 }

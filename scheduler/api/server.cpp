@@ -1,5 +1,6 @@
 // The only translation unit with Boost.Beast in the daemon (see TOOLCHAIN.md on compile cost); its stream
-// helpers and WebSocket session are in ws_session.hpp.
+// helpers and WebSocket session are in ws_session.hpp. Over 500 lines on purpose: a second file including
+// Beast would compile its templates twice in every build.
 #include "scheduler/api/server.hpp"
 
 #include <spdlog/spdlog.h>
