@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
@@ -63,13 +64,8 @@ int token_create(const std::string& db, const std::string& user, const std::stri
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("railyard-scheduler"));
-  CLI::App app{"railyard-scheduler: the Railyard job scheduler daemon"};
-  daemon::DaemonConfig config;
-  std::string config_file;
+// The options of serving (the default command); `config_file`: --config.
+void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string& config_file) {
   app.add_option("--listen", config.listen, "HOST:PORT to listen on (port 0: any free port)");
   app.add_option("--db", config.db, "SQLite database file (created when missing)");
   app.add_option("--cluster", config.cluster, "cluster file (JSON or Slurm topology.conf)");
@@ -139,6 +135,41 @@ int main(int argc, char** argv) {
                  "seconds of the leader's etcd lease: a dead leader is replaced after about this long; a leader "
                  "that cannot renew it stops 30% of it earlier")
       ->check(CLI::Range(2, 60));
+}
+
+// The config-file keys whose flags the command line gave: flags win over the file.
+std::set<std::string> flags_given(const CLI::App& app) {
+  std::set<std::string> given;
+  for (const char* key : {"listen", "db", "cluster", "preset", "sus", "private"})
+    if (app.count(std::string("--") + key) > 0) given.insert(key);
+  const std::pair<const char*, const char*> dashed[] = {{"web_root", "--web-root"},
+                                                        {"agent_secret_file", "--agent-secret-file"},
+                                                        {"node_keys", "--node-keys"},
+                                                        {"heartbeat_timeout", "--heartbeat-timeout"},
+                                                        {"reconcile_grace", "--reconcile-grace"},
+                                                        {"launch_timeout", "--launch-timeout"},
+                                                        {"compact_wait", "--compact-wait"},
+                                                        {"priority_weights", "--priority-weights"},
+                                                        {"tls_cert", "--tls-cert"},
+                                                        {"tls_key", "--tls-key"},
+                                                        {"submit_durability", "--submit-durability"},
+                                                        {"max_connections", "--max-connections"},
+                                                        {"header_timeout", "--header-timeout"},
+                                                        {"unix_socket", "--unix-socket"},
+                                                        {"admin_group", "--admin-group"}};
+  for (const auto& [key, flag] : dashed)
+    if (app.count(flag) > 0) given.insert(key);
+  return given;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("railyard-scheduler"));
+  CLI::App app{"railyard-scheduler: the Railyard job scheduler daemon"};
+  daemon::DaemonConfig config;
+  std::string config_file;
+  add_serve_options(app, config, config_file);
 
   auto* token = app.add_subcommand("token", "manage API tokens");
   token->require_subcommand(1);
@@ -164,28 +195,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!config_file.empty()) {
-    std::set<std::string> given;
-    for (const char* key : {"listen", "db", "cluster", "preset", "sus", "private"})
-      if (app.count(std::string("--") + key) > 0) given.insert(key);
-    const std::pair<const char*, const char*> dashed[] = {{"web_root", "--web-root"},
-                                                          {"agent_secret_file", "--agent-secret-file"},
-                                                          {"node_keys", "--node-keys"},
-                                                          {"heartbeat_timeout", "--heartbeat-timeout"},
-                                                          {"reconcile_grace", "--reconcile-grace"},
-                                                          {"launch_timeout", "--launch-timeout"},
-                                                          {"compact_wait", "--compact-wait"},
-                                                          {"priority_weights", "--priority-weights"},
-                                                          {"tls_cert", "--tls-cert"},
-                                                          {"tls_key", "--tls-key"},
-                                                          {"submit_durability", "--submit-durability"},
-                                                          {"max_connections", "--max-connections"},
-                                                          {"header_timeout", "--header-timeout"},
-
-                                                          {"unix_socket", "--unix-socket"},
-                                                          {"admin_group", "--admin-group"}};
-    for (const auto& [key, flag] : dashed)
-      if (app.count(flag) > 0) given.insert(key);
-    if (auto s = daemon::merge_config_file(config_file, given, config); !s) return fail(s.error().message, 2);
+    if (auto s = daemon::merge_config_file(config_file, flags_given(app), config); !s)
+      return fail(s.error().message, 2);
   }
   return Daemon(config, "/proc/self/exe").run();
 }

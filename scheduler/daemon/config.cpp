@@ -40,7 +40,10 @@ Result<json> toml_to_json(const std::string& file_path, const std::string& text)
 
 }  // namespace
 
-Status merge_config_file(const std::string& file_path, const std::set<std::string>& given, DaemonConfig& c) {
+namespace {
+
+// The config file as a JSON object (a *.toml file read as TOML).
+Result<json> read_config_json(const std::string& file_path) {
   std::ifstream in(file_path);
   if (!in) return not_found(file_path + ": cannot open config file");
   std::stringstream ss;
@@ -55,78 +58,86 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
     if (j.is_discarded() || !j.is_object())
       return invalid(file_path + ": not a JSON object (a file named *.toml is read as TOML)");
   }
-  for (auto& item : j.items()) {
-    // Not a structured binding: lambdas below capture the key (clang 14 rejects capturing bindings).
-    const std::string key = item.key();
-    const json& v = item.value();
-    const bool is_given = given.count(key) > 0;
-    auto want = [&](bool ok, const char* type) -> Status {
-      if (!ok) return invalid(file_path + ": " + key + ": must be " + type);
-      return railyard::ok();
-    };
-    Status s = railyard::ok();
-    if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
-        key == "agent_secret_file" || key == "tls_cert" || key == "tls_key" || key == "unix_socket" ||
-        key == "admin_group") {
-      s = want(v.is_string(), "a string");
-      if (s && !is_given) {
-        std::string& field = key == "listen"              ? c.listen
-                             : key == "db"                ? c.db
-                             : key == "cluster"           ? c.cluster
-                             : key == "web_root"          ? c.web_root
-                             : key == "agent_secret_file" ? c.agent_secret_file
-                             : key == "tls_cert"          ? c.tls_cert
-                             : key == "tls_key"           ? c.tls_key
-                             : key == "unix_socket"       ? c.unix_socket
-                             : key == "admin_group"       ? c.admin_group
-                                                          : c.preset;
-        field = v.get<std::string>();
-      }
-    } else if (key == "sus") {
-      s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 10000,
-               "an integer 1..10000");
-      if (s && !is_given) c.sus = v.get<int>();
-    } else if (key == "heartbeat_timeout" || key == "reconcile_grace") {
-      s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
-               "an integer 0..86400 (seconds)");
-      if (s && !is_given)
-        (key == "heartbeat_timeout" ? c.heartbeat_timeout_s : c.reconcile_grace_s) = v.get<int>();
-    } else if (key == "launch_timeout") {
-      s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 86400,
-               "an integer 1..86400 (seconds)");
-      if (s && !is_given) c.launch_timeout_s = v.get<int>();
-    } else if (key == "max_connections" || key == "header_timeout") {
-      const int64_t most = key == "max_connections" ? 1'048'576 : 3600;
-      s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= most,
-               key == "max_connections" ? "an integer 1..1048576" : "an integer 1..3600 (seconds)");
-      if (s && !is_given) (key == "max_connections" ? c.max_connections : c.header_timeout_s) = v.get<int>();
-    } else if (key == "compact_wait") {
-      s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
-               "an integer 0..86400 (seconds; 0 = off)");
-      if (s && !is_given) c.compact_wait_s = v.get<int>();
-    } else if (key == "priority_weights") {
-      s = want(v.is_string(), "a string like \"size=0,age=2000\"");
-      if (s) {
-        sched::PolicyConfig check;
-        if (auto bad = sched::apply_priority_weights(v.get<std::string>(), check); !bad)
-          s = invalid(file_path + ": priority_weights: " + bad.error().message);
-      }
-      if (s && !is_given) c.priority_weights = v.get<std::string>();
-    } else if (key == "submit_durability") {
-      s = want(v.is_string() && parse_submit_durability(v.get<std::string>()), "\"synced\" or \"written\"");
-      if (s && !is_given) c.submit_durability = v.get<std::string>();
-    } else if (key == "private" || key == "node_keys") {
-      s = want(v.is_boolean(), "true or false");
-      if (s && !is_given) (key == "private" ? c.private_reads : c.node_keys) = v.get<bool>();
-    } else {
-      s = invalid(
-          file_path + ": " + key +
-          ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
-          "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-          "priority_weights, tls_cert, tls_key, submit_durability, max_connections, header_timeout, unix_socket, admin_group)");
+  return j;
+}
+
+// One key of the config file into `c`, unless its flag was given (`is_given`); the value is checked either way.
+Status merge_key(const std::string& file_path, const std::string& key, const json& v, bool is_given, DaemonConfig& c) {
+  auto want = [&](bool ok, const char* type) -> Status {
+    if (!ok) return invalid(file_path + ": " + key + ": must be " + type);
+    return railyard::ok();
+  };
+  Status s = railyard::ok();
+  if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
+      key == "agent_secret_file" || key == "tls_cert" || key == "tls_key" || key == "unix_socket" ||
+      key == "admin_group") {
+    s = want(v.is_string(), "a string");
+    if (s && !is_given) {
+      std::string& field = key == "listen"              ? c.listen
+                           : key == "db"                ? c.db
+                           : key == "cluster"           ? c.cluster
+                           : key == "web_root"          ? c.web_root
+                           : key == "agent_secret_file" ? c.agent_secret_file
+                           : key == "tls_cert"          ? c.tls_cert
+                           : key == "tls_key"           ? c.tls_key
+                           : key == "unix_socket"       ? c.unix_socket
+                           : key == "admin_group"       ? c.admin_group
+                                                        : c.preset;
+      field = v.get<std::string>();
     }
-    if (!s) return s;
+  } else if (key == "sus") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 10000,
+             "an integer 1..10000");
+    if (s && !is_given) c.sus = v.get<int>();
+  } else if (key == "heartbeat_timeout" || key == "reconcile_grace") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
+             "an integer 0..86400 (seconds)");
+    if (s && !is_given)
+      (key == "heartbeat_timeout" ? c.heartbeat_timeout_s : c.reconcile_grace_s) = v.get<int>();
+  } else if (key == "launch_timeout") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 86400,
+             "an integer 1..86400 (seconds)");
+    if (s && !is_given) c.launch_timeout_s = v.get<int>();
+  } else if (key == "max_connections" || key == "header_timeout") {
+    const int64_t most = key == "max_connections" ? 1'048'576 : 3600;
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= most,
+             key == "max_connections" ? "an integer 1..1048576" : "an integer 1..3600 (seconds)");
+    if (s && !is_given) (key == "max_connections" ? c.max_connections : c.header_timeout_s) = v.get<int>();
+  } else if (key == "compact_wait") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
+             "an integer 0..86400 (seconds; 0 = off)");
+    if (s && !is_given) c.compact_wait_s = v.get<int>();
+  } else if (key == "priority_weights") {
+    s = want(v.is_string(), "a string like \"size=0,age=2000\"");
+    if (s) {
+      sched::PolicyConfig check;
+      if (auto bad = sched::apply_priority_weights(v.get<std::string>(), check); !bad)
+        s = invalid(file_path + ": priority_weights: " + bad.error().message);
+    }
+    if (s && !is_given) c.priority_weights = v.get<std::string>();
+  } else if (key == "submit_durability") {
+    s = want(v.is_string() && parse_submit_durability(v.get<std::string>()), "\"synced\" or \"written\"");
+    if (s && !is_given) c.submit_durability = v.get<std::string>();
+  } else if (key == "private" || key == "node_keys") {
+    s = want(v.is_boolean(), "true or false");
+    if (s && !is_given) (key == "private" ? c.private_reads : c.node_keys) = v.get<bool>();
+  } else {
+    s = invalid(
+        file_path + ": " + key +
+        ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
+        "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
+        "priority_weights, tls_cert, tls_key, submit_durability, max_connections, header_timeout, unix_socket, admin_group)");
   }
+  return s;
+}
+
+}  // namespace
+
+Status merge_config_file(const std::string& file_path, const std::set<std::string>& given, DaemonConfig& c) {
+  auto j = read_config_json(file_path);
+  if (!j) return j.error();
+  for (const auto& item : j->items())
+    if (auto s = merge_key(file_path, item.key(), item.value(), given.count(item.key()) > 0, c); !s) return s;
   return ok();
 }
 
