@@ -407,6 +407,69 @@ struct TimedService {
 // The delayed sync of kWritten commits (service.hpp, "Durability"): it runs kLazySyncDelay after the first
 // unsynced commit, unless a synced commit came in between; then what is unsynced is younger than that, and
 // it waits one more delay (a stream of submits syncs the scheduler's own commits with its own fsyncs).
+// Pass pacing on the injected monotonic clock, without sleeping: a pass requested right after one ends waits
+// kMinPassInterval counted from that end (a pass this short), what is left of it later, nothing once over.
+TEST(Service, PassPacingCountsFromTheLastPassOnTheMonotonicClock) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  auto st = SqliteStateStore::open(dir.file("s.db"));
+  ASSERT_TRUE(cluster && st);
+  FakeLoop loop;
+  std::vector<std::pair<std::chrono::milliseconds, std::function<void()>>> timers;
+  daemon::Loop fake{[&](std::function<void()> fn) { loop.work.push_back(std::move(fn)); },
+                    [&](std::chrono::milliseconds d, std::function<void()> fn) { timers.emplace_back(d, std::move(fn)); }};
+  daemon::Service svc(*cluster, std::move(*st), std::move(fake), [] { return int64_t{5000}; });
+  std::chrono::steady_clock::time_point t{std::chrono::seconds(100)};
+  svc.set_monotonic_clock([&] { return t; });
+  ASSERT_TRUE(svc.open());
+  loop.run();
+  // Two jobs of the whole cluster: one runs, the other keeps every later pass busy.
+  const daemon::Caller ada{"ada", store::Role::kUser};
+  for (int i = 0; i < 2; ++i) {
+    jobs::JobSpec spec;
+    spec.gpus = cluster->gpu_count();
+    ASSERT_TRUE(svc.prepare(spec, ada));
+    svc.submit({spec}, ada, [](Result<std::vector<jobs::JobId>> ids) { ASSERT_TRUE(ids); });
+  }
+  loop.run();
+  for (; !timers.empty(); loop.run()) {  // the submits' own passes, paced or not
+    auto fn = std::move(timers.front().second);
+    timers.erase(timers.begin());
+    fn();
+  }
+  const int64_t passes = svc.stats().passes_total;
+  ASSERT_GE(passes, 1);
+  ASSERT_EQ(svc.table().find(1)->state, jobs::JobState::kStarting);
+  svc.request_pass();  // the clock has not moved since that pass ended
+  loop.run();
+  ASSERT_EQ(timers.size(), 1u) << "paced, not posted at once";
+  EXPECT_EQ(timers.front().first, daemon::kMinPassInterval);
+  EXPECT_EQ(svc.stats().passes_total, passes);
+  t += std::chrono::milliseconds(5);
+  timers.front().second();  // fires early (a loop may): the pass runs, and the next is paced from its end
+  loop.run();
+  EXPECT_EQ(svc.stats().passes_total, passes + 1);
+  timers.clear();
+  t += std::chrono::milliseconds(15);
+  svc.request_pass();
+  loop.run();
+  ASSERT_EQ(timers.size(), 1u);
+  EXPECT_EQ(timers.front().first, std::chrono::milliseconds(5)) << "20 ms from the last end, 15 of them gone";
+  svc.request_pass();  // a second request while one is paced adds nothing
+  loop.run();
+  EXPECT_EQ(timers.size(), 1u);
+  t += std::chrono::milliseconds(5);
+  timers.front().second();
+  loop.run();
+  EXPECT_EQ(svc.stats().passes_total, passes + 2);
+  timers.clear();
+  t += std::chrono::seconds(1);  // long after: the next request runs at once
+  svc.request_pass();
+  loop.run();
+  EXPECT_TRUE(timers.empty());
+  EXPECT_EQ(svc.stats().passes_total, passes + 3);
+}
+
 TEST(Service, TheDelayedSyncWaitsAgainAfterASyncedCommit) {
   TimedService h;
   ASSERT_TRUE(h.svc);

@@ -232,7 +232,7 @@ void Service::request_pass() {
   }
   if (pass_posted_) return;
   pass_posted_ = true;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = monotonic_();
   const auto earliest =
       last_pass_end_ + std::max<std::chrono::steady_clock::duration>(kMinPassInterval, last_pass_duration_);
   auto pass = guarded("scheduling pass", [this] { run_pass(); });
@@ -242,20 +242,19 @@ void Service::request_pass() {
 
 // On the loop: the snapshot, then schedule() on the executor, whose result comes back to finish_pass().
 void Service::run_pass() {
-  using Clock = std::chrono::steady_clock;
   pass_posted_ = false;
   if (pass_in_flight_) return void(pass_again_ = true);
   auto work = std::make_shared<PassWork>();
-  work->start = Clock::now();
+  work->start = monotonic_();
   tend_arrays();
   work->snap = table_.snapshot(clock_());
   work->snap.config = policy_;
-  work->snapshot_time = Clock::now() - work->start;
+  work->snapshot_time = monotonic_() - work->start;
   if (work->snap.pending.empty()) return;
   pass_in_flight_ = true;
   std::weak_ptr<char> alive = alive_;
   auto compute = [this, work, alive] {
-    const auto t = Clock::now();
+    const auto t = monotonic_();
     try {
       work->plan = scheduler_.schedule(work->snap);
       // By id, so plan_changes() walks it alongside the table instead of a lookup per job (on the loop).
@@ -264,7 +263,7 @@ void Service::run_pass() {
     } catch (const std::exception& e) {
       work->error = e.what();
     }
-    work->schedule_time = Clock::now() - t;
+    work->schedule_time = monotonic_() - t;
     // The scheduler's memory of this snapshot (see service.hpp). Swapped here, the last pass's snapshot
     // and plan (one string per pending job) are freed on this thread, not on the loop.
     last_work_ = work;
@@ -319,18 +318,18 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
   };
   if (!work.error.empty()) {
     spdlog::error("scheduling pass: internal error: {}", work.error);
-    last_pass_end_ = Clock::now();
+    last_pass_end_ = monotonic_();
     if (again()) request_pass();
     return;
   }
-  const auto t_apply = Clock::now();
+  const auto t_apply = monotonic_();
   const int64_t now = clock_();
   note_compact_waits(work);
   auto changes = table_.plan_changes(work.plan, now);
   WriteBatch b(std::move(changes.batch), store::Durability::kWritten);  // a lost start is placed again
   if (auto s = write(b); !s) {
     spdlog::error("scheduling pass: commit failed: {}", s.error().message);
-    last_pass_end_ = Clock::now();
+    last_pass_end_ = monotonic_();
     if (again()) request_pass();
     return;
   }
@@ -343,7 +342,7 @@ void Service::finish_pass(const std::shared_ptr<PassWork>& done) {
     for (const auto& o : observers_) o(seen);
   }
   table_.park(work.plan.pending, work.snap.config.explain);
-  last_pass_end_ = Clock::now();
+  last_pass_end_ = monotonic_();
   last_pass_duration_ = last_pass_end_ - work.start;
   const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   ++stats_.passes_total;

@@ -179,6 +179,10 @@ class Service {
   // Milliseconds since the epoch, for event times; by default now() * 1000 (tests' clocks).
   void set_clock_ms(Clock clock_ms) { clock_ms_ = std::move(clock_ms); }
   int64_t now_ms() const { return clock_ms_ ? clock_ms_() : clock_() * 1000; }
+  // The monotonic clock that paces passes (kMinPassInterval) and times them; steady_clock by default. Called
+  // on the loop and on the pass executor's thread.
+  using Monotonic = std::function<std::chrono::steady_clock::time_point()>;
+  void set_monotonic_clock(Monotonic clock) { monotonic_ = std::move(clock); }
 
   // Writes `batch` (with what the pre-commit hooks add), applies it to the table, tells every observer and
   // requests a pass: the one path for state changes made outside the service (the agent hub). Nothing is
@@ -304,6 +308,7 @@ class Service {
   Loop loop_;
   Clock clock_;
   Clock clock_ms_;
+  Monotonic monotonic_ = [] { return std::chrono::steady_clock::now(); };
   JobId next_id_ = 1;
   std::vector<QueuedSubmit> queue_;
   bool flush_posted_ = false;
