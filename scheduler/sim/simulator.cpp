@@ -109,7 +109,7 @@ Simulator::Simulator(const topology::Cluster& cluster, const std::vector<TraceJo
   result_.policy = policy.name;
   result_.cluster_gpus = cluster.gpu_count();
   for (const TraceJob& t : trace) total_jobs_ += t.array ? t.array->size() : 1;
-  result_.jobs.reserve(static_cast<size_t>(total_jobs_));
+  result_.jobs.reserve(trace.size());  // arrays add their tasks as they are created
 }
 
 jobs::JobSpec Simulator::spec_of(const TraceJob& t) const {
