@@ -195,6 +195,7 @@ class JobTable {
   void enter_pass(const JobRecord& r);
   void leave_pass(JobId id);
   void add_dependencies(sched::Snapshot& s) const;
+  void add_draining(sched::Snapshot& s) const;
   Occupancy occupancy_;  // who holds each GPU: the re-check of a plan's starts (plan_changes())
   sched::Snapshot live_;
   std::unordered_map<JobId, uint32_t> pending_slot_, running_slot_;

@@ -51,18 +51,22 @@ void JobTable::add_dependencies(sched::Snapshot& s) const {
     });
 }
 
+// Draining allocations hold their GPUs under a negative id, so the core never takes them for a job of its own;
+// a preemption that names one is ignored by plan_changes() (unknown id).
+void JobTable::add_draining(sched::Snapshot& s) const {
+  JobId fake = 0;
+  for (const auto& [alloc, d] : draining_)
+    if (const JobRecord* r = find(d.job)) s.running.push_back({--fake, &r->spec, d.gpus, {}, s.now});
+}
+
 sched::Snapshot& JobTable::pass_input(int64_t now) {
   live_.cluster = &cluster_;
   live_.now = now;
   if (live_.health != health_) live_.health = health_;
   add_dependencies(live_);
   if (draining_.empty()) return live_;
-  // Draining allocations hold their GPUs under a negative id, so the core never takes them for a job of its
-  // own; a preemption that names one is ignored by plan_changes() (unknown id).
   with_draining_ = live_;
-  JobId fake = 0;
-  for (const auto& [alloc, d] : draining_)
-    if (const JobRecord* r = find(d.job)) with_draining_.running.push_back({--fake, &r->spec, d.gpus, {}, now});
+  add_draining(with_draining_);
   return with_draining_;
 }
 
@@ -75,9 +79,7 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   s.running.reserve(live_.running.size() + draining_.size());
   s.running.assign(live_.running.begin(), live_.running.end());
   add_dependencies(s);
-  JobId fake = 0;  // as in pass_input()
-  for (const auto& [alloc, d] : draining_)
-    if (const JobRecord* r = find(d.job)) s.running.push_back({--fake, &r->spec, d.gpus, {}, now});
+  add_draining(s);
   return s;
 }
 
