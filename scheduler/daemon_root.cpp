@@ -221,7 +221,7 @@ Daemon::Step Daemon::open_service() {
     spdlog::warn(
         "submits are acknowledged once written to the log, before it is synced (--submit-durability "
         "written): a killed scheduler loses none of them, a crash of the machine can lose the last ~20 ms");
-  service_->run_passes_on_thread();  // schedule() off the event loop (daemon/service.hpp)
+  service_->run_passes_on_thread();  // schedule() off the event loop (daemon/pass_runner.hpp)
   service_->commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
   service_->sync_log_on_thread();                             // and the delayed sync's fsync
   service_->checkpoint_on_thread();                           // and the log's checkpoints

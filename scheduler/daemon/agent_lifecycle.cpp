@@ -22,7 +22,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 }  // namespace
 
 // Agents' reports are the scheduler's own transitions: in the log at once, on disk within 2 × kLazySyncDelay
-// (service.hpp). What an agent is told is durable (the ack of alloc_finished) waits for that.
+// (commit_pipeline.hpp). What an agent is told is durable (the ack of alloc_finished) waits for that.
 Status AgentHub::commit(WriteBatch b) {
   b.durability = store::Durability::kWritten;
   return service_.commit(std::move(b));

@@ -44,8 +44,8 @@ struct NodeRecord {
 };
 
 // Audit log entry: subject is "job:<id>" or "node:<name>". `time_ms` is the same instant in milliseconds,
-// filled by the service when it commits the event (Service::stamp_events); 0 until then, and for rows written
-// before schema 4 the store reads time * 1000.
+// filled by the daemon when it commits the event (CommitPipeline::stamp_events); 0 until then, and for rows
+// written before schema 4 the store reads time * 1000.
 struct EventRecord {
   EventRecord() = default;
   EventRecord(std::string subject, int64_t time, std::string actor, std::string what, int64_t time_ms = 0)

@@ -1,7 +1,7 @@
 // The simulator's shell around the job lifecycle: the same lifecycle::JobTable the daemon drives, with
 // every transition applied at once on a virtual clock instead of committed to a store and reported by
 // agents. A placed job is RUNNING in the same step (nothing to launch) and ends when its driver calls
-// finish(). A pass runs in the daemon's order (Service::run_pass / finish_pass): array tasks, the snapshot,
+// finish(). A pass runs in the daemon's order (PassRunner::run / finish): array tasks, the snapshot,
 // schedule(), the plan applied, waiting jobs parked.
 //
 // Contract: deterministic; one owner; the cluster outlives it.

@@ -114,7 +114,8 @@ struct StoredState : lifecycle::State {
 //   kSynced  on disk (the log is fsynced): for what a caller is told is done (submits, API actions);
 //   kWritten in the log, which survives a crash or kill of the process but not yet of the machine; it
 //            becomes synced with the next kSynced commit or sync(). The scheduler's own transitions
-//            (passes, agent reports) commit this way and are synced within 2 × Service's kLazySyncDelay.
+//            (passes, agent reports) commit this way and are synced within 2 × kLazySyncDelay
+//            (daemon/commit_pipeline.hpp).
 //   kDeferred (Service::commit; a store writes it as kWritten) applied at once, written with the next
 //            commit of the loop's connection or by the delayed sync, whichever comes first (so a stream of
 //            jobs writes their launch and end reports with its submits instead of in transactions of their

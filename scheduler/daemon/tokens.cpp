@@ -1,11 +1,10 @@
-// Service's tokens and audit log (issue 32, "A cluster many users share"): bearer tokens with an expiry and a
-// revocation, their last use, and the rows of the audit table. See service.hpp for the contracts.
+#include "scheduler/daemon/tokens.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <ctime>
 
 #include "scheduler/api/auth.hpp"
-#include "scheduler/daemon/service.hpp"
 
 namespace railyard::daemon {
 namespace {
@@ -19,24 +18,18 @@ std::string utc_text(int64_t seconds) {
   return buf;
 }
 
-Status need_admin(const Caller& who, const char* what) {
-  if (who.admin()) return ok();
-  return Error{ErrorCode::kPermission,
-               std::string(what) + " needs the admin role (" + who.user + " is a user)"};
-}
-
 }  // namespace
 
-Result<Authenticated> Service::authenticate(const std::string& token) {
+Result<Authenticated> Tokens::authenticate(const std::string& token) {
   const std::string hash = api::sha256_hex(token);
-  auto it = token_cache_.find(hash);
-  if (it == token_cache_.end()) {
+  auto it = cache_.find(hash);
+  if (it == cache_.end()) {
     // Not cached: tokens created by `token create` on the database while the daemon runs are found there.
-    auto rec = store_->find_token(hash);
+    auto rec = pipeline_.connection().find_token(hash);
     if (!rec) return rec.error();
     if (!*rec) return Authenticated{std::nullopt, "unknown token"};
-    it = token_cache_.emplace(hash, std::move(**rec)).first;
-    if (it->second.last_used) token_use_written_[hash] = *it->second.last_used;
+    it = cache_.emplace(hash, std::move(**rec)).first;
+    if (it->second.last_used) use_written_[hash] = *it->second.last_used;
   }
   store::TokenRecord& t = it->second;
   const int64_t now = clock_();
@@ -47,29 +40,21 @@ Result<Authenticated> Service::authenticate(const std::string& token) {
     return Authenticated{std::nullopt, "token " + t.id() + " expired at " + utc_text(*t.expires) +
                                            "; ask an admin for a new one"};
   t.last_used = now;
-  int64_t& written = token_use_written_[hash];
+  int64_t& written = use_written_[hash];
   if (now - written >= kTokenUseResolutionS) {
     written = now;
     WriteBatch b;
     b.durability = store::Durability::kDeferred;
     b.token_uses.push_back({hash, now});
-    if (auto s = commit(std::move(b)); !s) spdlog::warn("token {} last use: {}", t.id(), s.error().message);
+    pipeline_.defer(std::move(b));
   }
   return Authenticated{Caller{t.user, t.role}, ""};
 }
 
-void Service::record_audit(store::AuditRecord row) {
-  WriteBatch b;
-  b.durability = store::Durability::kDeferred;
-  b.audit.push_back(std::move(row));
-  if (auto s = commit(std::move(b)); !s) spdlog::error("audit row not written: {}", s.error().message);
-}
-
-Result<std::pair<std::string, store::TokenRecord>> Service::create_token(const std::string& user,
-                                                                         store::Role role,
-                                                                         std::optional<int64_t> expires,
-                                                                         const Caller& who,
-                                                                         const store::AuditRecord* audit) {
+Result<std::pair<std::string, store::TokenRecord>> Tokens::create(const std::string& user, store::Role role,
+                                                                  std::optional<int64_t> expires,
+                                                                  const Caller& who,
+                                                                  const store::AuditRecord* audit) {
   if (auto s = need_admin(who, "creating tokens"); !s) return s.error();
   if (user.empty()) return invalid("user: must not be empty");
   const int64_t now = clock_();
@@ -82,27 +67,27 @@ Result<std::pair<std::string, store::TokenRecord>> Service::create_token(const s
   WriteBatch b;
   b.tokens.push_back(t);
   if (audit) b.audit.push_back(*audit);
-  if (auto s = write(b); !s) return s.error();
+  if (auto s = write_(b); !s) return s.error();
   spdlog::info("token {} created for {} ({}) by {}", t.id(), user, store::to_string(role), who.user);
   return std::pair{std::move(*secret), std::move(t)};
 }
 
-Result<std::vector<store::TokenRecord>> Service::tokens(const Caller& who) {
+Result<std::vector<store::TokenRecord>> Tokens::list(const Caller& who) {
   if (auto s = need_admin(who, "listing tokens"); !s) return s.error();
-  auto all = store().tokens();
+  auto all = pipeline_.store().tokens();
   if (!all) return all.error();
   for (auto& t : *all)
-    if (auto it = token_cache_.find(t.hash); it != token_cache_.end() && it->second.last_used)
+    if (auto it = cache_.find(t.hash); it != cache_.end() && it->second.last_used)
       t.last_used = std::max(t.last_used.value_or(0), *it->second.last_used);
   return all;
 }
 
-Status Service::revoke_token(const std::string& id, const Caller& who, const store::AuditRecord* audit) {
+Status Tokens::revoke(const std::string& id, const Caller& who, const store::AuditRecord* audit) {
   if (auto s = need_admin(who, "revoking tokens"); !s) return s;
   if (id.size() != store::kTokenIdLength)
     return invalid("token id " + id + ": must be the " + std::to_string(store::kTokenIdLength) +
                    " characters `railyard token list` shows");
-  auto all = store().tokens();
+  auto all = pipeline_.store().tokens();
   if (!all) return all.error();
   const store::TokenRecord* found = nullptr;
   for (const auto& t : *all)
@@ -112,8 +97,8 @@ Status Service::revoke_token(const std::string& id, const Caller& who, const sto
   const int64_t now = clock_();
   if (!found->revoked) b.token_revokes.push_back({found->hash, now});
   if (audit) b.audit.push_back(*audit);
-  if (auto s = write(b); !s) return s;
-  if (auto it = token_cache_.find(found->hash); it != token_cache_.end() && !it->second.revoked)
+  if (auto s = write_(b); !s) return s;
+  if (auto it = cache_.find(found->hash); it != cache_.end() && !it->second.revoked)
     it->second.revoked = now;
   spdlog::info("token {} of {} revoked by {}", id, found->user, who.user);
   return ok();

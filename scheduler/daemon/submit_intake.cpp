@@ -1,5 +1,5 @@
-// Submit intake (Service): validation and ids on the loop, group commit on the submit thread, the answers
-// once the commit is applied.
+#include "scheduler/daemon/submit_intake.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -7,20 +7,39 @@
 #include <utility>
 
 #include "jobs/validate.hpp"
-#include "scheduler/daemon/guarded.hpp"
-#include "scheduler/daemon/service.hpp"
 
 namespace railyard::daemon {
 
 // One submit commit between the flush (on the loop) and its apply (on the loop).
-struct Service::SubmitWork {
-  std::vector<QueuedSubmit> queue;
+struct SubmitIntake::Work {
+  std::vector<Queued> queue;
   WriteBatch batch;
   Status status = ok();
 };
 
+SubmitIntake::SubmitIntake(const JobTable& table, CommitPipeline& pipeline, Loop loop, Clock clock,
+                           JobId& next_id, Sink sink)
+    : table_(table),
+      pipeline_(pipeline),
+      loop_(std::move(loop)),
+      clock_(std::move(clock)),
+      next_id_(next_id),
+      sink_(std::move(sink)) {}
 
-const jobs::JobSpec* Service::submitted_spec(JobId id, std::span<const jobs::JobSpec> earlier) const {
+SubmitIntake::~SubmitIntake() { alive_.reset(); }
+
+void SubmitIntake::load(const std::vector<store::IdempotencyRecord>& keys) {
+  for (const auto& k : keys) done_keys_[k.key] = {k.first_id, k.count};
+}
+
+Status SubmitIntake::set_durability(store::Durability durability) {
+  if (durability == store::Durability::kDeferred)
+    return invalid("a submit is acknowledged once written or once synced, not deferred");
+  durability_ = durability;
+  return ok();
+}
+
+const jobs::JobSpec* SubmitIntake::submitted_spec(JobId id, std::span<const jobs::JobSpec> earlier) const {
   if (const JobRecord* r = table_.find(id)) return &r->spec;
   if (id >= next_id_) {
     const auto k = static_cast<size_t>(id - next_id_);
@@ -33,14 +52,14 @@ const jobs::JobSpec* Service::submitted_spec(JobId id, std::span<const jobs::Job
         std::lower_bound(jobs.begin(), jobs.end(), id, [](const JobRecord& r, JobId v) { return r.id < v; });
     return it != jobs.end() && it->id == id ? &it->spec : nullptr;
   };
-  if (submit_in_flight_)
-    if (const auto* spec = in(submit_in_flight_->batch.inserts)) return spec;
+  if (in_flight_)
+    if (const auto* spec = in(in_flight_->batch.inserts)) return spec;
   for (const auto& q : queue_)
     if (const auto* spec = in(q.jobs)) return spec;
   return nullptr;
 }
 
-Status Service::prepare(jobs::JobSpec& spec, const Caller& who,
+Status SubmitIntake::prepare(jobs::JobSpec& spec, const Caller& who,
                         std::span<const jobs::JobSpec> earlier) const {
   if (spec.user.empty() || who.uid) spec.user = who.user;
   if (spec.user != who.user && !who.admin())
@@ -76,32 +95,32 @@ Status Service::prepare(jobs::JobSpec& spec, const Caller& who,
   return jobs::validate_against_cluster(spec, table_.cluster());
 }
 
-void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done,
+void SubmitIntake::submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done,
                      const std::string& idempotency_key, const store::AuditRecord* audit) {
   std::string key;
   if (!idempotency_key.empty()) {
     key = who.user + "\n" + idempotency_key;
     // A retry makes no change: its audit row is written on its own (deferred) once it is answered with ids.
-    if (auto it = idempotent_done_.find(key); it != idempotent_done_.end()) {
-      if (audit) record_audit(*audit);
+    if (auto it = done_keys_.find(key); it != done_keys_.end()) {
+      if (audit) sink_.audit(*audit);
       std::vector<JobId> ids;
       for (int64_t k = 0; k < it->second.second; ++k) ids.push_back(it->second.first + k);
       loop_.post([done = std::move(done), ids = std::move(ids)]() mutable { done(std::move(ids)); });
       return;
     }
-    if (auto it = idempotent_waiting_.find(key); it != idempotent_waiting_.end()) {
+    if (auto it = waiting_keys_.find(key); it != waiting_keys_.end()) {
       if (audit)
         done = [this, row = *audit, done = std::move(done)](Result<std::vector<JobId>> ids) {
-          if (ids) record_audit(row);
+          if (ids) sink_.audit(row);
           done(std::move(ids));
         };
       it->second.push_back(std::move(done));
       return;
     }
-    idempotent_waiting_[key];
+    waiting_keys_[key];
   }
   queued_jobs_ += specs.size();
-  QueuedSubmit q{{}, who.user, std::move(done), std::move(key), {}};
+  Queued q{{}, who.user, std::move(done), std::move(key), {}};
   if (audit) q.audit = *audit;
   const int64_t now = clock_();
   for (auto& spec : specs) {
@@ -112,10 +131,10 @@ void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, Submit
     q.jobs.push_back(std::move(r));
   }
   queue_.push_back(std::move(q));
-  ++submit_arrivals_;
+  ++arrivals_;
   if (!flush_posted_) {
     flush_posted_ = true;
-    post_flush(submit_arrivals_, 0, 0);
+    post_flush(arrivals_, 0, 0);
   }
 }
 
@@ -123,24 +142,26 @@ void Service::submit(std::vector<jobs::JobSpec> specs, const Caller& who, Submit
 // kMaxFlushTurns turns), so the requests that arrived meanwhile join this commit (one fsync) instead of the
 // next: what other clients sent at the same time, and a pipelining client's next submits, which the server
 // reads one every few turns.
-void Service::post_flush(uint64_t seen, int quiet_turns, int turns) {
-  loop_.post(guarded("submit flush", [this, seen, quiet_turns, turns] {
-    const int quiet = submit_arrivals_ == seen ? quiet_turns + 1 : 0;
+void SubmitIntake::post_flush(uint64_t seen, int quiet_turns, int turns) {
+  std::weak_ptr<char> alive = alive_;
+  loop_.post(guarded("submit flush", [this, seen, quiet_turns, turns, alive] {
+    if (alive.expired()) return;
+    const int quiet = arrivals_ == seen ? quiet_turns + 1 : 0;
     if (quiet < kQuietFlushTurns && turns < kMaxFlushTurns)
-      return post_flush(submit_arrivals_, quiet, turns + 1);
-    flush_submits();
+      return post_flush(arrivals_, quiet, turns + 1);
+    flush();
   }));
 }
 
-void Service::flush_submits() {
+void SubmitIntake::flush() {
   flush_posted_ = false;
-  if (submit_in_flight_ || queue_.empty()) return;  // the commit in flight flushes again when done
-  auto work = std::make_shared<SubmitWork>();
+  if (in_flight_ || queue_.empty()) return;  // the commit in flight flushes again when done
+  auto work = std::make_shared<Work>();
   work->queue = std::move(queue_);
   queue_.clear();
   const size_t jobs = std::exchange(queued_jobs_, 0);
   WriteBatch& b = work->batch;
-  b.durability = submit_durability_;
+  b.durability = durability_;
   for (auto& q : work->queue) {
     if (!q.idempotency_key.empty() && !q.jobs.empty())
       b.idempotency.push_back({q.idempotency_key, q.jobs.front().id, static_cast<int64_t>(q.jobs.size())});
@@ -150,40 +171,32 @@ void Service::flush_submits() {
     }
     if (q.audit) b.audit.push_back(std::move(*q.audit));
   }
-  stamp_events(b);
+  pipeline_.stamp_events(b);
   // A few jobs commit on the loop: the hand-over to the thread and back would cost more than parsing that
   // overlaps it, and the clients waiting for them are answered sooner, so they send their next requests in
   // time to share the next commit.
-  if (!submit_executor_ || jobs < submit_thread_min_jobs_) {
-    work->status = store_commit(b);
-    if (work->status) committed(b.durability);
-    return submits_committed(work);
+  if (!pipeline_.commits_elsewhere() || jobs < min_jobs_elsewhere_) {
+    work->status = pipeline_.commit(b);
+    return committed(work);
   }
-  submit_in_flight_ = work;
+  in_flight_ = work;
   std::weak_ptr<char> alive = alive_;
-  submit_executor_([this, work, alive] {
-    work->status = submit_store_->commit(work->batch);
-    loop_.post(guarded("submit commit", [this, work, alive] {
-      if (alive.expired()) return;
-      // A kWritten commit through the second connection is synced like the loop's own (the delayed sync
-      // syncs the one log both write). A kSynced one leaves the loop's unsynced commits as they are: those
-      // made while it was in flight may have missed its fsync.
-      if (work->status && work->batch.durability == store::Durability::kWritten)
-        committed(store::Durability::kWritten);
-      submits_committed(work);
-    }));
+  pipeline_.commit_elsewhere(work->batch, [this, work, alive](Status s) {
+    if (alive.expired()) return;
+    work->status = std::move(s);
+    committed(work);
   });
 }
 
-void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
-  if (std::exchange(submit_in_flight_, nullptr) && queued_jobs_ >= submit_thread_min_jobs_)
-    flush_submits();  // what queued meanwhile starts writing while this one is applied
+void SubmitIntake::committed(const std::shared_ptr<Work>& work) {
+  if (std::exchange(in_flight_, nullptr) && queued_jobs_ >= min_jobs_elsewhere_)
+    flush();  // what queued meanwhile starts writing while this one is applied
   const Status& s = work->status;
   const WriteBatch& b = work->batch;
   if (s) {
-    applied(b);
-    stats_.submits_total += static_cast<int64_t>(b.inserts.size());
-    ++stats_.submit_commits_total;
+    sink_.applied(b);
+    submits_ += static_cast<int64_t>(b.inserts.size());
+    ++commits_;
   } else {
     spdlog::error("submit commit failed: {}", s.error().message);
   }
@@ -193,12 +206,12 @@ void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
     for (size_t k = 0; k < q.jobs.size(); ++k) ids.push_back(b.inserts[i++].id);
     std::vector<SubmitDone> retries;
     if (!q.idempotency_key.empty()) {
-      if (auto it = idempotent_waiting_.find(q.idempotency_key); it != idempotent_waiting_.end()) {
+      if (auto it = waiting_keys_.find(q.idempotency_key); it != waiting_keys_.end()) {
         retries = std::move(it->second);
-        idempotent_waiting_.erase(it);
+        waiting_keys_.erase(it);
       }
       if (s && !ids.empty())
-        idempotent_done_[q.idempotency_key] = {ids.front(), static_cast<int64_t>(ids.size())};
+        done_keys_[q.idempotency_key] = {ids.front(), static_cast<int64_t>(ids.size())};
     }
     for (auto& retry : retries) {
       if (s) {
@@ -213,10 +226,9 @@ void Service::submits_committed(const std::shared_ptr<SubmitWork>& work) {
       q.done(s.error());
     }
   }
-  if (s) request_pass();
-  if (!queue_.empty() && !submit_in_flight_ && !flush_posted_) {  // a few that queued meanwhile
+  if (!queue_.empty() && !in_flight_ && !flush_posted_) {  // a few that queued meanwhile
     flush_posted_ = true;
-    post_flush(submit_arrivals_, 0, 0);
+    post_flush(arrivals_, 0, 0);
   }
 }
 

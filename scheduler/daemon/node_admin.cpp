@@ -1,0 +1,55 @@
+#include "scheduler/daemon/node_admin.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace railyard::daemon {
+
+Status NodeAdmin::set_health(const std::string& name, sched::NodeHealth health, std::string reason,
+                             const Caller& who, const store::AuditRecord* audit) {
+  if (auto s = need_admin(who, "changing a node"); !s) return s;
+  const topology::NodeId id = table_.cluster().find_node(name);
+  if (id < 0) return not_found("node " + name + " not found");
+  if (table_.health(id) == sched::NodeHealth::kRemoved && health != sched::NodeHealth::kUp)
+    return Error{ErrorCode::kConflict, "node " + name + " is removed: resume it first"};
+  store::WriteBatch b;
+  const std::string what = std::string(sched::to_string(health)) + (reason.empty() ? "" : ": " + reason);
+  b.nodes.push_back({name, health, std::move(reason)});
+  b.events.push_back({"node:" + name, clock_(), who.user, what});
+  if (audit) b.audit.push_back(*audit);
+  if (auto s = sink_.commit(b); !s) return s;
+  spdlog::info("node {} {} by {}", name, what, who.user);
+  return ok();
+}
+
+Status NodeAdmin::remove(const std::string& name, const Caller& who, const store::AuditRecord* audit) {
+  if (auto s = need_admin(who, "changing a node"); !s) return s;
+  const topology::NodeId id = table_.cluster().find_node(name);
+  if (id < 0) return not_found("node " + name + " not found");
+  if (table_.health(id) == sched::NodeHealth::kRemoved) {
+    if (audit) sink_.audit(*audit);
+    return ok();
+  }
+  auto on_node = [&](const std::vector<std::string>& nodes) {
+    return std::find(nodes.begin(), nodes.end(), name) != nodes.end();
+  };
+  for (const auto& [job, r] : table_.jobs())
+    if ((r.state == jobs::JobState::kStarting || r.state == jobs::JobState::kRunning) && on_node(r.nodes))
+      return Error{ErrorCode::kConflict,
+                   "node " + name + " runs job " + std::to_string(job) +
+                       ": drain it first and wait for its jobs to end (or cancel them)"};
+  for (const auto& [alloc, h] : table_.gpu_holds())
+    if (on_node(h.nodes))
+      return Error{ErrorCode::kConflict, "node " + name + " still holds the GPUs of allocation " + alloc +
+                                             " (its kill is not confirmed yet): try again once it is"};
+  store::WriteBatch b;
+  b.nodes.push_back({name, sched::NodeHealth::kRemoved, "removed by " + who.user});
+  b.events.push_back({"node:" + name, clock_(), who.user, "removed"});
+  if (audit) b.audit.push_back(*audit);
+  if (auto s = sink_.commit(b); !s) return s;
+  spdlog::info("node {} removed by {}", name, who.user);
+  return ok();
+}
+
+}  // namespace railyard::daemon

@@ -1,0 +1,178 @@
+#include "scheduler/daemon/pass_runner.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace railyard::daemon {
+
+using store::WriteBatch;
+
+// One pass between its snapshot (taken on the loop) and its apply (on the loop).
+struct PassRunner::Work {
+  sched::Snapshot snap;
+  sched::Plan plan;
+  std::string error;  // schedule() threw: nothing to apply
+  std::chrono::steady_clock::time_point start;
+  std::chrono::steady_clock::duration snapshot_time{}, schedule_time{};
+};
+
+PassRunner::PassRunner(lifecycle::JobTable& table, Loop loop, Clock clock, Clock clock_ms, jobs::JobId& next_id,
+                       Sink sink)
+    : table_(table),
+      loop_(std::move(loop)),
+      clock_(std::move(clock)),
+      clock_ms_(std::move(clock_ms)),
+      next_id_(next_id),
+      sink_(std::move(sink)) {}
+
+PassRunner::~PassRunner() {
+  alive_.reset();  // a pass finishing now posts an apply that will do nothing
+  thread_.reset();
+}
+
+void PassRunner::run_on_thread() {
+  thread_ = std::make_unique<WorkerThread>();
+  executor_ = thread_->executor();
+}
+
+void PassRunner::request() {
+  if (in_flight_) {
+    again_ = true;
+    return;
+  }
+  if (posted_) return;
+  posted_ = true;
+  const auto now = monotonic_();
+  const auto earliest =
+      last_end_ + std::max<std::chrono::steady_clock::duration>(kMinPassInterval, last_duration_);
+  auto pass = guarded("scheduling pass", [this] { run(); });
+  if (now >= earliest) return loop_.post(std::move(pass));
+  loop_.post_after(std::chrono::ceil<std::chrono::milliseconds>(earliest - now), std::move(pass));
+}
+
+// On the loop: the snapshot, then schedule() on the executor, whose result comes back to finish_pass().
+void PassRunner::run() {
+  posted_ = false;
+  if (in_flight_) return void(again_ = true);
+  auto work = std::make_shared<Work>();
+  work->start = monotonic_();
+  tend_arrays();
+  work->snap = table_.snapshot(clock_());
+  work->snap.config = policy_;
+  work->snapshot_time = monotonic_() - work->start;
+  if (work->snap.pending.empty()) return;
+  in_flight_ = true;
+  std::weak_ptr<char> alive = alive_;
+  auto compute = [this, work, alive] {
+    const auto t = monotonic_();
+    try {
+      work->plan = scheduler_.schedule(work->snap);
+      // By id, so plan_changes() walks it alongside the table instead of a lookup per job (on the loop).
+      std::sort(work->plan.pending.begin(), work->plan.pending.end(),
+                [](const auto& a, const auto& b) { return a.job < b.job; });
+    } catch (const std::exception& e) {
+      work->error = e.what();
+    }
+    work->schedule_time = monotonic_() - t;
+    // The scheduler's memory of this snapshot (see pass_runner.hpp). Swapped here, the last pass's snapshot
+    // and plan (one string per pending job) are freed on this thread, not on the loop.
+    last_work_ = work;
+    loop_.post(guarded("scheduling pass", [this, work, alive] {
+      if (!alive.expired()) finish(work);
+    }));
+  };
+  if (executor_) return executor_(std::move(compute));
+  compute();
+}
+
+// Before a pass: open arrays get their next tasks (or end), so the pass sees them. kWritten like a pass: the
+// array itself was synced when it was submitted, and tasks lost with the machine are created again from
+// the tasks that remain (JobTable::load rebuilds the progress).
+void PassRunner::tend_arrays() {
+  if (!table_.has_open_arrays()) return;
+  jobs::JobId next = next_id_;
+  WriteBatch b(table_.array_changes(clock_(), next), store::Durability::kWritten);
+  if (b.empty()) return;
+  if (auto s = sink_.write(b); !s) {
+    spdlog::error("array tasks: commit failed: {}", s.error().message);
+    return;
+  }
+  next_id_ = next;
+  sink_.applied(b);
+  stats_.array_tasks_total += static_cast<int64_t>(b.inserts.size());
+}
+
+// Posts a pass for the earliest end of a compact wait: nothing else may happen then. (When each wait began
+// goes into the job's record: JobTable::plan_changes.)
+void PassRunner::note_compact_waits(const Work& work) {
+  const auto wake = work.plan.wake_at;
+  if (!wake || !loop_.post_after || (wake_posted_ && *wake_posted_ <= *wake)) return;
+  wake_posted_ = *wake;
+  const int64_t delay_ms = std::max<int64_t>(0, *wake * 1000 - clock_ms_()) + 20;  // into the wake second
+  std::weak_ptr<char> alive = alive_;
+  loop_.post_after(std::chrono::milliseconds(delay_ms), guarded("compact wait", [this, alive] {
+                     if (alive.expired()) return;
+                     wake_posted_.reset();
+                     request();
+                   }));
+}
+
+void PassRunner::finish(const std::shared_ptr<Work>& done) {
+  using Clock = std::chrono::steady_clock;
+  in_flight_ = false;
+  const Work& work = *done;
+  auto again = [this] {
+    const bool wanted = again_;
+    again_ = false;
+    return wanted;
+  };
+  if (!work.error.empty()) {
+    spdlog::error("scheduling pass: internal error: {}", work.error);
+    last_end_ = monotonic_();
+    if (again()) request();
+    return;
+  }
+  const auto t_apply = monotonic_();
+  const int64_t now = clock_();
+  note_compact_waits(work);
+  auto changes = table_.plan_changes(work.plan, now);
+  WriteBatch b(std::move(changes.batch), store::Durability::kWritten);  // a lost start is placed again
+  if (auto s = sink_.write(b); !s) {
+    spdlog::error("scheduling pass: commit failed: {}", s.error().message);
+    last_end_ = monotonic_();
+    if (again()) request();
+    return;
+  }
+  sink_.applied(b);
+  if (!changes.notes.empty()) {
+    table_.apply(changes.notes);
+    WriteBatch seen;  // observers hear of new reasons too (the dashboard shows them)
+    seen.updates.reserve(changes.notes.size());
+    for (const auto& n : changes.notes) seen.updates.push_back(*table_.find(n.job));
+    sink_.noted(seen);
+  }
+  table_.park(work.plan.pending, work.snap.config.explain);
+  last_end_ = monotonic_();
+  last_duration_ = last_end_ - work.start;
+  const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  ++stats_.passes_total;
+  stats_.last_pass_seconds = secs(last_duration_);
+  stats_.pass_seconds_sum += stats_.last_pass_seconds;
+  stats_.last_snapshot_seconds = secs(work.snapshot_time);
+  stats_.last_schedule_seconds = secs(work.schedule_time);
+  stats_.last_apply_seconds = secs(last_end_ - t_apply);
+  stats_.stale_starts_total += static_cast<int64_t>(changes.stale);
+  if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5)
+    spdlog::info(
+        "pass: {} pending ({} parked), {} started, {} stale, {} rejected, {} updates, {} new reasons, "
+        "{:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
+        work.snap.pending.size(), table_.parked_count(), work.plan.starts.size() - changes.stale,
+        changes.stale, work.plan.rejected.size(), b.updates.size(), changes.notes.size(),
+        stats_.last_pass_seconds, stats_.last_snapshot_seconds, stats_.last_schedule_seconds,
+        stats_.last_apply_seconds);
+  if (again() || changes.stale > 0) request();
+}
+
+}  // namespace railyard::daemon

@@ -1,0 +1,114 @@
+// The scheduling pass: requested by any change that can alter the plan, coalesced into one posted pass,
+// paced, run, and its plan applied. A pass has three steps, only the first and last on the loop:
+//
+//   loop: table.snapshot() ──► pass executor: Scheduler::schedule() ──post──► loop: plan_changes(),
+//                                                                              commit, apply, observers
+//
+// The executor is inline by default (tests' fake loops) or a worker thread (run_on_thread(), the daemon).
+// While a pass is in flight the loop keeps serving requests, and the table may change under the plan:
+// plan_changes() re-checks every start against the table of the moment (job still PENDING, nodes still up,
+// GPUs still free) and drops the stale ones; a dropped start, or any pass request made while the pass was in
+// flight, asks for one more pass once it is applied. At most one pass is in flight. Passes are paced: the
+// next one starts no sooner than max(kMinPassInterval, last pass's duration (snapshot to applied)) after the
+// last one was applied, on the monotonic clock, so a stream of submits is not one fsync'd pass per submit,
+// and passes take at most about half of the time.
+//
+// Arrays: an array is submitted (and synced) as one job record; each pass first creates its next tasks as
+// jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
+//
+// Runs on the loop, but for schedule() on the executor.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "scheduler/core/cycle.hpp"
+#include "scheduler/daemon/loop.hpp"
+#include "scheduler/daemon/worker_thread.hpp"
+#include "scheduler/lifecycle/job_table.hpp"
+#include "scheduler/store/state_store.hpp"
+
+namespace railyard::daemon {
+
+inline constexpr std::chrono::milliseconds kMinPassInterval{20};
+
+struct PassStats {
+  int64_t passes_total = 0;
+  double last_pass_seconds = 0;  // snapshot to applied, wall time
+  double pass_seconds_sum = 0;
+  // The last pass's steps: snapshot and apply block the loop, schedule() runs on the executor.
+  double last_snapshot_seconds = 0, last_schedule_seconds = 0, last_apply_seconds = 0;
+  int64_t stale_starts_total = 0;  // starts dropped because the table changed during the pass
+  int64_t array_tasks_total = 0;   // jobs created as the tasks of arrays
+};
+
+class PassRunner {
+ public:
+  using Clock = std::function<int64_t()>;  // seconds since the epoch
+  using Monotonic = std::function<std::chrono::steady_clock::time_point()>;
+  // Where a pass's changes go. `write`: the commit (with the lifecycle's run changes and the pre-commit
+  // hooks), nothing applied; `applied`: into the table, and observers told; `noted`: observers told of
+  // waiting jobs whose reason changed in memory only (JobTable::PendingNote), already in the table.
+  struct Sink {
+    std::function<Status(store::WriteBatch&)> write;
+    std::function<void(const store::WriteBatch&)> applied;
+    std::function<void(const store::WriteBatch&)> noted;
+  };
+
+  // `next_id`: the next job id, shared with the submit intake (an array's tasks take ids).
+  PassRunner(lifecycle::JobTable& table, Loop loop, Clock clock, Clock clock_ms, jobs::JobId& next_id,
+             Sink sink);
+  ~PassRunner();  // waits for a pass in flight on the worker thread; its result is dropped
+  PassRunner(const PassRunner&) = delete;
+  PassRunner& operator=(const PassRunner&) = delete;
+
+  // Where schedule() runs. Call before the first request. A test's executor must run or drop its work before
+  // the runner is destroyed.
+  void run_on_thread();
+  void set_executor(Executor executor) { executor_ = std::move(executor); }
+  // The clock that paces and times passes; steady_clock by default. Called on the loop and on the executor.
+  void set_monotonic_clock(Monotonic clock) { monotonic_ = std::move(clock); }
+  void set_policy(const sched::PolicyConfig& policy) { policy_ = policy; }
+
+  // Requests a pass (coalesced and paced; see the header comment).
+  void request();
+  const PassStats& stats() const { return stats_; }
+
+ private:
+  struct Work;
+  void run();
+  void tend_arrays();
+  void finish(const std::shared_ptr<Work>& done);
+  void note_compact_waits(const Work& work);
+
+  lifecycle::JobTable& table_;
+  Loop loop_;
+  Clock clock_;
+  Clock clock_ms_;
+  jobs::JobId& next_id_;
+  Sink sink_;
+  Monotonic monotonic_ = [] { return std::chrono::steady_clock::now(); };
+  sched::PolicyConfig policy_;
+  PassStats stats_;
+  bool posted_ = false;
+  bool in_flight_ = false;  // snapshot taken, plan not applied yet
+  bool again_ = false;      // a pass was requested while one was in flight
+  std::chrono::steady_clock::time_point last_end_{};
+  std::chrono::steady_clock::duration last_duration_{};
+  // The time of the pass posted for the earliest end of a compact wait (Plan::wake_at), if one is posted.
+  // When each wait began is in the job's record (JobRecord::compact_since, persisted).
+  std::optional<int64_t> wake_posted_;
+  // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers
+  // with the last snapshot's, so that snapshot is kept alive (last_work_, also executor-only) until the
+  // next one is built: a new buffer can never have an old one's address.
+  sched::Scheduler scheduler_;
+  std::shared_ptr<Work> last_work_;
+  Executor executor_;
+  std::shared_ptr<char> alive_ = std::make_shared<char>();  // expired once destruction starts
+  std::unique_ptr<WorkerThread> thread_;                    // last: joined first
+};
+
+}  // namespace railyard::daemon
