@@ -1,5 +1,6 @@
 // Test harness for the AgentHub (scheduler/daemon/agents.hpp): fake peers, a fake loop and a settable clock
-// over a real SQLite store, no sockets. Shared by daemon_agents_test.cpp and daemon_lifecycle_test.cpp.
+// over a real SQLite store, no sockets. Shared by daemon_agents_test.cpp, daemon_agents_abuse_test.cpp,
+// daemon_lifecycle_test.cpp and daemon_node_keys_test.cpp.
 #pragma once
 
 #include <gtest/gtest.h>

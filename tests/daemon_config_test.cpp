@@ -1,0 +1,178 @@
+// Unit tests of the scheduler daemon's configuration: config file keys (JSON and TOML) read, validated and
+// losing to the command line's flags; --priority-weights and --submit-durability parsed and checked.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "scheduler/daemon/config.hpp"
+#include "scheduler/queue/priority.hpp"
+#include "tests/daemon_client.hpp"
+
+namespace railyard::daemon {
+namespace {
+
+// --- Config files ---
+
+// Writes `text` to `name` in a temporary directory and merges it into `c` (`given`: flags on the command
+// line).
+class ConfigFile {
+ public:
+  explicit ConfigFile(std::string name) : name_(std::move(name)) {}
+  Status operator()(const std::string& text, const std::set<std::string>& given, DaemonConfig& c) const {
+    std::ofstream(dir_.file(name_)) << text;
+    return merge_config_file(dir_.file(name_), given, c);
+  }
+
+ private:
+  testing::TempDir dir_;
+  std::string name_;
+};
+
+TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.launch_timeout_s, 120);
+  ASSERT_TRUE(merge(R"({"launch_timeout": 300})", {}, c));
+  EXPECT_EQ(c.launch_timeout_s, 300);
+  DaemonConfig flagged;
+  flagged.launch_timeout_s = 45;  // --launch-timeout 45 on the command line
+  ASSERT_TRUE(merge(R"({"launch_timeout": 300})", {"launch_timeout"}, flagged));
+  EXPECT_EQ(flagged.launch_timeout_s, 45);
+  for (const char* bad :
+       {R"({"launch_timeout": 0})", R"({"launch_timeout": -5})", R"({"launch_timeout": "60"})",
+        R"({"launch_timeout": 1.5})", R"({"launch_timeout": 86401})"}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("launch_timeout: must be an integer 1..86400 (seconds)"),
+              std::string::npos)
+        << s.error().message;
+    EXPECT_EQ(d.launch_timeout_s, 120);
+  }
+  auto unknown = merge(R"({"launch_timout": 60})", {}, c);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("launch_timeout"), std::string::npos)
+      << "listed among the known keys";
+}
+
+// --priority-weights / "priority_weights": the core's multifactor weights, any subset, checked before use.
+TEST(DaemonConfig, ConnectionLimitKeysAreReadValidatedAndLoseToTheFlags) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.max_connections, 4096);
+  EXPECT_EQ(c.header_timeout_s, 10);
+  ASSERT_TRUE(merge(R"({"max_connections": 20000, "header_timeout": 30})", {"header_timeout"}, c));
+  EXPECT_EQ(c.max_connections, 20000);
+  EXPECT_EQ(c.header_timeout_s, 10) << "given as a flag: the flag wins";
+  for (const auto& [bad, says] :
+       {std::pair{R"({"max_connections": 0})", "max_connections: must be an integer 1..1048576"},
+        {R"({"max_connections": "4096"})", "max_connections: must be an integer"},
+        {R"({"header_timeout": 3601})", "header_timeout: must be an integer 1..3600"}}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find(says), std::string::npos) << s.error().message;
+  }
+}
+
+TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
+  using sched::apply_priority_weights;
+  sched::PolicyConfig p;
+  const sched::PolicyConfig defaults;
+  ASSERT_TRUE(apply_priority_weights("size=500,age=2000.5", p));
+  EXPECT_EQ(p.weight_size, 500);
+  EXPECT_EQ(p.weight_age, 2000.5);
+  EXPECT_EQ(p.weight_qos, defaults.weight_qos) << "not named: unchanged";
+  EXPECT_EQ(p.weight_fairshare, defaults.weight_fairshare);
+  ASSERT_TRUE(apply_priority_weights("", p)) << "nothing to change";
+  for (const char* bad : {"size", "speed=1", "size=-1", "size=abc", "size=2e9", "size=", "size=1,", "=5"}) {
+    sched::PolicyConfig q;
+    auto s = apply_priority_weights(bad, q);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_EQ(q.weight_qos, defaults.weight_qos);
+  }
+  EXPECT_EQ(apply_priority_weights("qos=1,speed=2", p).error().message,
+            "'speed=2': expected qos=N, age=N, fairshare=N or size=N");
+  EXPECT_EQ(p.weight_qos, defaults.weight_qos) << "nothing applied from a text with an error";
+  EXPECT_EQ(sched::priority_weights_text(p), "qos=10000,age=2000.5,fairshare=5000,size=500");
+  sched::PolicyConfig back;
+  ASSERT_TRUE(apply_priority_weights(sched::priority_weights_text(p), back));
+  EXPECT_EQ(back.weight_age, 2000.5);
+  EXPECT_EQ(back.weight_size, 500);
+  EXPECT_EQ(apply_priority_weights("size=-1", p).error().message, "'size=-1': the weight must be a number 0..1e9");
+
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  ASSERT_TRUE(merge(R"({"priority_weights": "size=0"})", {}, c));
+  EXPECT_EQ(c.priority_weights, "size=0");
+  DaemonConfig flagged;
+  flagged.priority_weights = "age=5";  // --priority-weights age=5 on the command line
+  ASSERT_TRUE(merge(R"({"priority_weights": "size=0"})", {"priority_weights"}, flagged));
+  EXPECT_EQ(flagged.priority_weights, "age=5");
+  DaemonConfig d;
+  auto bad = merge(R"({"priority_weights": "size=big"})", {}, d);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("priority_weights: 'size=big': the weight must be a number"), std::string::npos)
+      << bad.error().message;
+  EXPECT_FALSE(merge(R"({"priority_weights": 3})", {}, d));
+  EXPECT_TRUE(d.priority_weights.empty());
+}
+
+// "submit_durability" / --submit-durability: synced (the default) or written, nothing else.
+TEST(DaemonConfig, SubmitDurabilityIsSyncedOrWritten) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.submit_durability, "synced");
+  ASSERT_EQ(parse_submit_durability(c.submit_durability).value(), store::Durability::kSynced);
+  ASSERT_TRUE(merge(R"({"submit_durability": "written"})", {}, c));
+  EXPECT_EQ(c.submit_durability, "written");
+  EXPECT_EQ(parse_submit_durability(c.submit_durability).value(), store::Durability::kWritten);
+  DaemonConfig flagged;  // --submit-durability synced on the command line
+  ASSERT_TRUE(merge(R"({"submit_durability": "written"})", {"submit_durability"}, flagged));
+  EXPECT_EQ(flagged.submit_durability, "synced");
+  for (const char* bad : {R"({"submit_durability": "deferred"})", R"({"submit_durability": "async"})",
+                          R"({"submit_durability": true})", R"({"submit_durability": ""})"}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("submit_durability: must be \"synced\" or \"written\""),
+              std::string::npos)
+        << s.error().message;
+    EXPECT_EQ(d.submit_durability, "synced");
+  }
+  auto text = parse_submit_durability("fsync");
+  ASSERT_FALSE(text);
+  EXPECT_NE(text.error().message.find("expected synced"), std::string::npos) << text.error().message;
+}
+
+// The same keys from a TOML file (named *.toml), with the same checks and flags still winning.
+TEST(DaemonConfig, TomlFileGivesTheSameKeys) {
+  const ConfigFile merge("c.toml");
+  DaemonConfig c;
+  ASSERT_TRUE(merge("# comment\nlisten = \"127.0.0.1:9000\"\nsus = 3\nprivate = true\nlaunch_timeout = 90\n"
+                    "db = '/var/lib/railyard/state.db'\n",
+                    {"sus"}, c));
+  EXPECT_EQ(c.listen, "127.0.0.1:9000");
+  EXPECT_EQ(c.db, "/var/lib/railyard/state.db");
+  EXPECT_TRUE(c.private_reads);
+  EXPECT_EQ(c.launch_timeout_s, 90);
+  EXPECT_EQ(c.sus, DaemonConfig{}.sus) << "--sus given on the command line wins";
+  DaemonConfig d;
+  auto syntax = merge("listen = \"127.0.0.1:9000\"\nsus = = 3\n", {}, d);
+  ASSERT_FALSE(syntax);
+  EXPECT_NE(syntax.error().message.find("c.toml:2: not valid TOML"), std::string::npos) << syntax.error().message;
+  auto table = merge("[listen]\nhost = \"x\"\n", {}, d);
+  ASSERT_FALSE(table);
+  EXPECT_NE(table.error().message.find("listen: must be a string"), std::string::npos) << table.error().message;
+  auto typed = merge("launch_timeout = \"60\"\n", {}, d);
+  ASSERT_FALSE(typed);
+  EXPECT_NE(typed.error().message.find("launch_timeout: must be an integer"), std::string::npos);
+  auto unknown = merge("lisen = \"x\"\n", {}, d);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("lisen: unknown key"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace railyard::daemon
