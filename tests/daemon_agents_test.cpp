@@ -156,7 +156,7 @@ TEST(AgentHub, LaunchedAndFinishedDriveAJobToCompletedWithAcks) {
   EXPECT_EQ(events->back().actor, "agent:n2");
 }
 
-// Agent reports commit kWritten (service.hpp, "Durability"): the outcome is applied at once, but the ack
+// Agent reports commit kWritten (commit_pipeline.hpp, "Durability"): the outcome is applied at once, but the ack
 // that lets the agent forget its report waits until the log is synced, by the delayed sync posted on the
 // loop, or sooner by any synced commit (here an API cancel).
 TEST(AgentHub, AckOfAnOutcomeWaitsUntilItIsOnDisk) {

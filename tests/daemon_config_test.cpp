@@ -57,7 +57,6 @@ TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
       << "listed among the known keys";
 }
 
-// --priority-weights / "priority_weights": the core's multifactor weights, any subset, checked before use.
 TEST(DaemonConfig, ConnectionLimitKeysAreReadValidatedAndLoseToTheFlags) {
   const ConfigFile merge("c.json");
   DaemonConfig c;
@@ -77,6 +76,7 @@ TEST(DaemonConfig, ConnectionLimitKeysAreReadValidatedAndLoseToTheFlags) {
   }
 }
 
+// --priority-weights / "priority_weights": the core's multifactor weights, any subset, checked before use.
 TEST(DaemonConfig, PriorityWeightsAreParsedCheckedAndApplied) {
   using sched::apply_priority_weights;
   sched::PolicyConfig p;

@@ -8,24 +8,15 @@
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
 #include "tests/agent_hub_harness.hpp"
+#include "tests/service_harness.hpp"
 
 namespace railyard::daemon {
 namespace {
 
 using namespace hub_test;  // NOLINT(google-build-using-namespace): the shared harness
+using service_test::count_rows;
 
 constexpr const char* kAdminToken = "ry_admin-token-for-tests";
-
-int count_rows(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
-  const int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return n;
-}
 
 // The real router over a harness's service and hub; requests run to their answer.
 class Api {

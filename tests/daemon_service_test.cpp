@@ -57,9 +57,6 @@ struct TimedService {
   }
 };
 
-// The delayed sync of kWritten commits (service.hpp, "Durability"): it runs kLazySyncDelay after the first
-// unsynced commit, unless a synced commit came in between; then what is unsynced is younger than that, and
-// it waits one more delay (a stream of submits syncs the scheduler's own commits with its own fsyncs).
 // Pass pacing on the injected monotonic clock, without sleeping: a pass requested right after one ends waits
 // kMinPassInterval counted from that end (a pass this short), what is left of it later, nothing once over.
 TEST(Service, PassPacingCountsFromTheLastPassOnTheMonotonicClock) {
@@ -123,6 +120,9 @@ TEST(Service, PassPacingCountsFromTheLastPassOnTheMonotonicClock) {
   EXPECT_EQ(svc.stats().passes_total, passes + 3);
 }
 
+// The delayed sync of kWritten commits (commit_pipeline.hpp, "Durability"): it runs kLazySyncDelay after the first
+// unsynced commit, unless a synced commit came in between; then what is unsynced is younger than that, and
+// it waits one more delay (a stream of submits syncs the scheduler's own commits with its own fsyncs).
 TEST(Service, TheDelayedSyncWaitsAgainAfterASyncedCommit) {
   TimedService h;
   ASSERT_TRUE(h.svc);

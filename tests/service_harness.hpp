@@ -1,6 +1,7 @@
 // Test harness for the daemon's Service (scheduler/daemon/service.hpp), no sockets: a loop that runs posted
 // work only when told, a one-SU cluster's service over a real SQLite file (ArrayWorld), and a row count read
-// through a connection of its own. Shared by daemon_store_test.cpp and the daemon_service_*_test.cpp files.
+// through a connection of its own. Shared by daemon_store_test.cpp, daemon_lifecycle_test.cpp and the
+// daemon_service_*_test.cpp files.
 #pragma once
 
 #include <gtest/gtest.h>
