@@ -216,8 +216,11 @@ void ClusterUsage::undo(const UndoLog& log) {
 void ClusterUsage::reserve(std::span<const GpuId> gpus, Window w) {
   for (GpuId g : gpus) {
     if (reserved_index_[g] < 0) {
-      reserved_index_[g] = static_cast<int32_t>(reserved_windows_.size());
-      reserved_windows_.emplace_back();
+      // Entries past reserved_.size() are buffers of dropped reservations, reused.
+      const size_t i = reserved_.size();
+      if (i == reserved_windows_.size()) reserved_windows_.emplace_back();
+      reserved_windows_[i].clear();
+      reserved_index_[g] = static_cast<int32_t>(i);
       reserved_.push_back(g);
     }
     reserved_windows_[reserved_index_[g]].push_back(w);
@@ -253,15 +256,13 @@ ClusterUsage ClusterUsage::without_reservations() const {
 
 void ClusterUsage::drop_reservations() {
   for (GpuId g : reserved_) reserved_index_[g] = -1;
-  reserved_.clear();
-  reserved_windows_.clear();
+  reserved_.clear();  // reserved_windows_ keeps its buffers for the next reservations
   std::fill(node_reserved_.begin(), node_reserved_.end(), uint8_t{0});
 }
 
 void ClusterUsage::reset_to(const ClusterUsage& empty) {
   for (GpuId g : reserved_) reserved_index_[g] = -1;
-  reserved_.clear();
-  reserved_windows_.clear();
+  reserved_.clear();  // reserved_windows_ keeps its buffers for the next reservations
   for (GpuId g : split_) split_pos_[g] = -1;
   split_.clear();
   // A node's free count is its GPU count minus the GPUs with an owner (job or MIG): only nodes below

@@ -158,8 +158,9 @@ class ClusterUsage {
   std::vector<GpuId> split_;  // GPUs split for MIG, in no particular order (readers must not depend on it)
   std::vector<int32_t> split_pos_;
   std::vector<uint8_t> node_reserved_;
-  std::vector<std::vector<Window>> reserved_windows_;  // per GPU, only for reserved GPUs (sparse by index)
-  std::vector<int32_t> reserved_index_;                 // per GPU: index into reserved_windows_ or -1
+  // The windows of reserved_[i] are reserved_windows_[i]; entries past reserved_.size() are spare buffers.
+  std::vector<std::vector<Window>> reserved_windows_;
+  std::vector<int32_t> reserved_index_;  // per GPU: index into reserved_ and reserved_windows_, or -1
   std::vector<GpuId> reserved_;
 };
 
