@@ -260,7 +260,9 @@ TEST(AgentHub, NodeChangesWriteTheDeferredReportsBeforeTheirSyncAcksThem) {
     EXPECT_EQ(p->of("ack").size(), acks + 1) << "acked with the node change's sync";
     EXPECT_EQ(on_disk(id), JobState::kCompleted) << "and on disk before that";
     h.run();
-    if (!remove) ASSERT_TRUE(h.service->set_node_health(other, sched::NodeHealth::kUp, "", root));
+    if (!remove) {
+      ASSERT_TRUE(h.service->set_node_health(other, sched::NodeHealth::kUp, "", root));
+    }
   }
 }
 

@@ -10,9 +10,6 @@
 namespace railyard {
 namespace {
 
-using jobs::JobState;
-using store::JobRecord;
-
 using namespace service_test;  // NOLINT(google-build-using-namespace): the shared harness
 
 // --- Arrays: one record at submit, tasks created a window at a time by the passes ---

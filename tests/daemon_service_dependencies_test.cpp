@@ -15,10 +15,6 @@
 namespace railyard {
 namespace {
 
-using jobs::JobState;
-using store::JobRecord;
-using store::SqliteStateStore;
-
 using namespace service_test;  // NOLINT(google-build-using-namespace): the shared harness
 
 // --- Dependencies besides afterok: afterany, afternotok, one task of an array, aftercorr ---

@@ -16,10 +16,6 @@
 namespace railyard {
 namespace {
 
-using jobs::JobState;
-using store::JobRecord;
-using store::SqliteStateStore;
-
 using namespace service_test;  // NOLINT(google-build-using-namespace): the shared harness
 
 // A service whose passes run on a fake executor: a pass's snapshot is taken on the loop, and its plan is

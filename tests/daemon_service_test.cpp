@@ -16,10 +16,6 @@
 namespace railyard {
 namespace {
 
-using jobs::JobState;
-using store::JobRecord;
-using store::SqliteStateStore;
-
 using namespace service_test;  // NOLINT(google-build-using-namespace): the shared harness
 
 // A service of a one-SU cluster on a new database, over a FakeLoop whose delayed work (post_after) waits in

@@ -17,10 +17,6 @@
 namespace railyard {
 namespace {
 
-using jobs::JobState;
-using store::JobRecord;
-using store::SqliteStateStore;
-
 using namespace service_test;  // NOLINT(google-build-using-namespace): the shared harness
 
 JobRecord make_job(jobs::JobId id, int gpus) {

@@ -101,7 +101,9 @@ struct Daemon {
       store::WriteBatch started;
       for (const auto& [id, r] : svc->table().jobs())
         JobTable::running_changes(started, r, "agent", "running as " + std::to_string(id), now);
-      if (!started.empty()) EXPECT_TRUE(svc->commit(std::move(started)));
+      if (!started.empty()) {
+        EXPECT_TRUE(svc->commit(std::move(started)));
+      }
       settle();
       if (describe(svc->table()) == before) return;
     }

@@ -28,8 +28,8 @@ struct HttpRequest {
   std::string target;         // path and query, as sent
   std::string authorization;  // the Authorization header, "" when absent
   std::string body;
-  std::string remote;  // "127.0.0.1", "unix:uid=1000": the peer, for the audit log; "" when unknown
-  std::optional<PeerCredentials> peer;  // set on the Unix socket only
+  std::string remote{};  // "127.0.0.1", "unix:uid=1000": the peer, for the audit log; "" when unknown
+  std::optional<PeerCredentials> peer{};  // set on the Unix socket only
 };
 
 struct HttpResponse {

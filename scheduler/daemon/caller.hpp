@@ -14,7 +14,7 @@ struct Caller {
   store::Role role = store::Role::kUser;
   // Set when the kernel named the caller (SO_PEERCRED on the Unix socket, api/peer_auth.hpp): their jobs
   // are this user's whatever a spec says, admin or not (SubmitIntake::prepare()).
-  std::optional<uint32_t> uid;
+  std::optional<uint32_t> uid{};
   bool admin() const { return role == store::Role::kAdmin; }
 };
 
