@@ -211,6 +211,7 @@ Daemon::Step Daemon::open_service() {
   service_->set_clock_ms(wall_clock_ms);
   sched::PolicyConfig policy;
   policy.compact_wait_s = config_.compact_wait_s;
+  policy.compact_wait_max_s = config_.compact_wait_max_s;
   if (auto s = sched::apply_priority_weights(config_.priority_weights, policy); !s)
     return Failed{"--priority-weights " + s.error().message, 2};
   service_->set_policy(policy);

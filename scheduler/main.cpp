@@ -3,7 +3,7 @@
 //   railyard-scheduler [--listen HOST:PORT] [--db PATH] [--cluster FILE | --preset NAME --sus N] [--private]
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys]
 //                      [--heartbeat-timeout S]
-//                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S]
+//                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S] [--compact-wait-max S]
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
@@ -93,9 +93,13 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
       ->check(CLI::Range(1, 86400));
   app.add_option("--compact-wait", config.compact_wait_s,
                  "least seconds a multi-node job that fits now only on more leaf groups than its minimum waits "
-                 "for a placement on its minimum (one holding a compact reservation waits until it starts, at "
-                 "most 7 days; scheduler/README.md); 0: off; default 300")
+                 "for a placement on its minimum (one holding a compact reservation waits until it starts, "
+                 "at most --compact-wait-max; scheduler/README.md); 0: off; default 300")
       ->check(CLI::Range(0, 86400));
+  app.add_option("--compact-wait-max", config.compact_wait_max_s,
+                 "longest seconds a multi-node job holding a compact reservation waits for it (a non-blocking "
+                 "fabric with whole-node jobs may prefer 43200: bench/RESULTS.md); default 604800 (7 days)")
+      ->check(CLI::Range(0, daemon::kMaxCompactWaitMaxS));
   const sched::PolicyConfig defaults;
   app.add_option("--priority-weights", config.priority_weights,
                  "multifactor priority weights to change, e.g. size=0,age=2000 (keys qos, age, fairshare, size; "
@@ -149,6 +153,7 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"reconcile_grace", "--reconcile-grace"},
                                                         {"launch_timeout", "--launch-timeout"},
                                                         {"compact_wait", "--compact-wait"},
+                                                        {"compact_wait_max", "--compact-wait-max"},
                                                         {"priority_weights", "--priority-weights"},
                                                         {"tls_cert", "--tls-cert"},
                                                         {"tls_key", "--tls-key"},

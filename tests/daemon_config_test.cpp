@@ -57,6 +57,29 @@ TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
       << "listed among the known keys";
 }
 
+// compact_wait_max: the longest compact wait on a reservation, 0..30 days, the flag winning.
+TEST(DaemonConfig, CompactWaitMaxKeyIsReadValidatedAndLosesToTheFlag) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.compact_wait_max_s, sched::PolicyConfig{}.compact_wait_max_s) << "the core's default";
+  ASSERT_TRUE(merge(R"({"compact_wait_max": 43200})", {}, c));
+  EXPECT_EQ(c.compact_wait_max_s, 43200);
+  DaemonConfig flagged;
+  flagged.compact_wait_max_s = 3600;  // --compact-wait-max 3600 on the command line
+  ASSERT_TRUE(merge(R"({"compact_wait_max": 43200})", {"compact_wait_max"}, flagged));
+  EXPECT_EQ(flagged.compact_wait_max_s, 3600);
+  for (const char* bad : {R"({"compact_wait_max": -1})", R"({"compact_wait_max": "12h"})",
+                          R"({"compact_wait_max": 2592001})"}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("compact_wait_max: must be an integer 0..2592000 (seconds)"),
+              std::string::npos)
+        << s.error().message;
+    EXPECT_EQ(d.compact_wait_max_s, sched::PolicyConfig{}.compact_wait_max_s);
+  }
+}
+
 TEST(DaemonConfig, ConnectionLimitKeysAreReadValidatedAndLoseToTheFlags) {
   const ConfigFile merge("c.json");
   DaemonConfig c;

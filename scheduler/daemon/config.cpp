@@ -107,6 +107,10 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
     s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 86400,
              "an integer 0..86400 (seconds; 0 = off)");
     if (s && !is_given) c.compact_wait_s = v.get<int>();
+  } else if (key == "compact_wait_max") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxCompactWaitMaxS,
+             "an integer 0..2592000 (seconds)");
+    if (s && !is_given) c.compact_wait_max_s = v.get<int>();
   } else if (key == "priority_weights") {
     s = want(v.is_string(), "a string like \"size=0,age=2000\"");
     if (s) {
@@ -126,7 +130,8 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         file_path + ": " + key +
         ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-        "priority_weights, tls_cert, tls_key, submit_durability, max_connections, header_timeout, unix_socket, admin_group)");
+        "compact_wait_max, priority_weights, tls_cert, tls_key, submit_durability, max_connections, "
+        "header_timeout, unix_socket, admin_group)");
   }
   return s;
 }
