@@ -103,12 +103,12 @@ class CommitPipeline {
   std::unique_ptr<store::StateStore> second_;  // used on elsewhere_executor_ only
   Loop loop_;
   std::function<int64_t()> now_ms_;
-  bool unsynced_ = false;             // a kWritten commit is not on disk yet, or a kDeferred batch not written
+  bool unsynced_ = false;  // a kWritten commit is not on disk yet, or a kDeferred batch not written
   std::vector<WriteBatch> deferred_;  // kDeferred batches applied but not written yet, in order
   bool sync_posted_ = false;          // sync_log() is posted
   uint64_t syncs_ = 0;                // times everything committed became durable (synced commits and syncs)
-  std::vector<std::function<void()>> durable_waiters_;  // for what is unsynced
-  bool sync_in_flight_ = false;                          // a sync on sync_executor_ has not come back
+  std::vector<std::function<void()>> durable_waiters_;    // for what is unsynced
+  bool sync_in_flight_ = false;                           // a sync on sync_executor_ has not come back
   std::vector<std::function<void()>> in_flight_waiters_;  // for what that sync covers
   int64_t log_syncs_ = 0;
   int64_t deferred_batches_ = 0;

@@ -18,8 +18,8 @@ struct PassRunner::Work {
   std::chrono::steady_clock::duration snapshot_time{}, schedule_time{};
 };
 
-PassRunner::PassRunner(lifecycle::JobTable& table, Loop loop, Clock clock, Clock clock_ms, jobs::JobId& next_id,
-                       Sink sink)
+PassRunner::PassRunner(lifecycle::JobTable& table, Loop loop, Clock clock, Clock clock_ms,
+                       jobs::JobId& next_id, Sink sink)
     : table_(table),
       loop_(std::move(loop)),
       clock_(std::move(clock)),
@@ -47,12 +47,14 @@ void PassRunner::request() {
   const auto now = monotonic_();
   const auto earliest =
       last_end_ + std::max<std::chrono::steady_clock::duration>(kMinPassInterval, last_duration_);
-  auto pass = guarded("scheduling pass", [this] { run(); });
+  auto pass = guarded("scheduling pass", [this, alive = std::weak_ptr<char>(alive_)] {
+    if (!alive.expired()) run();
+  });
   if (now >= earliest) return loop_.post(std::move(pass));
   loop_.post_after(std::chrono::ceil<std::chrono::milliseconds>(earliest - now), std::move(pass));
 }
 
-// On the loop: the snapshot, then schedule() on the executor, whose result comes back to finish_pass().
+// On the loop: the snapshot, then schedule() on the executor, whose result comes back to finish().
 void PassRunner::run() {
   posted_ = false;
   if (in_flight_) return void(again_ = true);

@@ -32,7 +32,8 @@ Service::Service(const topology::Cluster& cluster, std::unique_ptr<store::StateS
       pipeline_(std::move(store), loop_, [this] { return now_ms(); }),
       tokens_(pipeline_, clock_, [this](WriteBatch& b) { return write(b); }),
       nodes_(table_, clock_,
-             {[this](WriteBatch& b) { return change(b); }, [this](store::AuditRecord row) { record_audit(row); }}),
+             {[this](WriteBatch& b) { return change(b); },
+              [this](store::AuditRecord row) { record_audit(std::move(row)); }}),
       intake_(table_, pipeline_, loop_, clock_, next_id_,
               {[this](const WriteBatch& b) {
                  applied(b);

@@ -46,7 +46,7 @@ using store::WriteBatch;
 struct ServiceStats : PassStats {
   int64_t submits_total = 0;
   int64_t submit_commits_total = 0;
-  int64_t log_syncs_total = 0;         // syncs of kWritten commits by the delayed sync (not by a synced commit)
+  int64_t log_syncs_total = 0;  // syncs of kWritten commits by the delayed sync (not by a synced commit)
   int64_t deferred_batches_total = 0;  // kDeferred batches written (each in a later transaction)
   bool submits_synced = true;          // Service::submit_durability() is kSynced
 };

@@ -60,7 +60,7 @@ const jobs::JobSpec* SubmitIntake::submitted_spec(JobId id, std::span<const jobs
 }
 
 Status SubmitIntake::prepare(jobs::JobSpec& spec, const Caller& who,
-                        std::span<const jobs::JobSpec> earlier) const {
+                             std::span<const jobs::JobSpec> earlier) const {
   if (spec.user.empty() || who.uid) spec.user = who.user;
   if (spec.user != who.user && !who.admin())
     return Error{ErrorCode::kPermission, "user " + who.user + " may not submit jobs as " + spec.user};
@@ -96,7 +96,7 @@ Status SubmitIntake::prepare(jobs::JobSpec& spec, const Caller& who,
 }
 
 void SubmitIntake::submit(std::vector<jobs::JobSpec> specs, const Caller& who, SubmitDone done,
-                     const std::string& idempotency_key, const store::AuditRecord* audit) {
+                          const std::string& idempotency_key, const store::AuditRecord* audit) {
   std::string key;
   if (!idempotency_key.empty()) {
     key = who.user + "\n" + idempotency_key;
@@ -147,8 +147,7 @@ void SubmitIntake::post_flush(uint64_t seen, int quiet_turns, int turns) {
   loop_.post(guarded("submit flush", [this, seen, quiet_turns, turns, alive] {
     if (alive.expired()) return;
     const int quiet = arrivals_ == seen ? quiet_turns + 1 : 0;
-    if (quiet < kQuietFlushTurns && turns < kMaxFlushTurns)
-      return post_flush(arrivals_, quiet, turns + 1);
+    if (quiet < kQuietFlushTurns && turns < kMaxFlushTurns) return post_flush(arrivals_, quiet, turns + 1);
     flush();
   }));
 }
@@ -210,8 +209,7 @@ void SubmitIntake::committed(const std::shared_ptr<Work>& work) {
         retries = std::move(it->second);
         waiting_keys_.erase(it);
       }
-      if (s && !ids.empty())
-        done_keys_[q.idempotency_key] = {ids.front(), static_cast<int64_t>(ids.size())};
+      if (s && !ids.empty()) done_keys_[q.idempotency_key] = {ids.front(), static_cast<int64_t>(ids.size())};
     }
     for (auto& retry : retries) {
       if (s) {
@@ -231,6 +229,5 @@ void SubmitIntake::committed(const std::shared_ptr<Work>& work) {
     post_flush(arrivals_, 0, 0);
   }
 }
-
 
 }  // namespace railyard::daemon

@@ -88,7 +88,7 @@ class SubmitIntake {
     std::vector<JobRecord> jobs;
     std::string actor;
     SubmitDone done;
-    std::string idempotency_key;  // scoped ("<user>\n<key>"); "" = none
+    std::string idempotency_key;              // scoped ("<user>\n<key>"); "" = none
     std::optional<store::AuditRecord> audit;  // written with the jobs
   };
   struct Work;

@@ -98,8 +98,7 @@ Status Tokens::revoke(const std::string& id, const Caller& who, const store::Aud
   if (!found->revoked) b.token_revokes.push_back({found->hash, now});
   if (audit) b.audit.push_back(*audit);
   if (auto s = write_(b); !s) return s;
-  if (auto it = cache_.find(found->hash); it != cache_.end() && !it->second.revoked)
-    it->second.revoked = now;
+  if (auto it = cache_.find(found->hash); it != cache_.end() && !it->second.revoked) it->second.revoked = now;
   spdlog::info("token {} of {} revoked by {}", id, found->user, who.user);
   return ok();
 }
