@@ -107,7 +107,7 @@ SINGLE_SIZES=${SINGLE_SIZES:-$SIZES}
   { echo "vs-slurm: -d takes synced or written, not '$DURABILITY'" >&2; exit 2; }
 echo "$DURABILITY" > "$WORK/railyard-durability"
 RY_UP_ARGS="${RY_UP_ARGS:-} --scheduler-arg=--submit-durability=$DURABILITY"
-export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/jobs/workloads:$PATH
+export PATH=$BUILD/cli:$BUILD/scheduler:$BUILD/agent:$BUILD/workloads:$PATH
 "$here/slurm/install.sh"  # sbatch, slurmctld, munge when missing (apt)
 for p in railyard railyard-scheduler railyard-agent sbatch slurmctld curl; do
   command -v "$p" >/dev/null || { echo "vs-slurm: $p not found (build $BUILD?)" >&2; exit 3; }

@@ -23,8 +23,10 @@ set(rules
   "scheduler/ha=common scheduler/api scheduler/ha"
   "scheduler=${core} common scheduler"
   "agent=${base} agent"
+  # The worker programs: their MLLOG writer is jobs/mllog.hpp; nothing of the scheduler or the agent.
+  "workloads=common jobs workloads"
   "cli=${core} scheduler/lifecycle scheduler/sim cli")
-set(roots common topology jobs scheduler agent cli)
+set(roots common topology jobs workloads scheduler agent cli)
 
 set(globs)
 foreach(r IN LISTS roots)

@@ -10,7 +10,7 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 bash web/build.sh
 bin=build/release/cli
-export PATH="$PWD/$bin:$PWD/build/release/scheduler:$PWD/build/release/agent:$PWD/build/release/jobs/workloads:$PATH"
+export PATH="$PWD/$bin:$PWD/build/release/scheduler:$PWD/build/release/agent:$PWD/build/release/workloads:$PATH"
 state=${RAILYARD_DEMO_DIR:-$PWD/build/demo}
 mkdir -p "$state"
 

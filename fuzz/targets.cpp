@@ -2,10 +2,10 @@
 
 #include "agent/streams/metrics.hpp"
 #include "common/hostlist.hpp"
+#include "jobs/mllog.hpp"
 #include "jobs/sbatch.hpp"
 #include "jobs/spec_json.hpp"
 #include "jobs/validate.hpp"
-#include "jobs/workloads/mllog.hpp"
 #include "topology/io_json.hpp"
 #include "topology/io_nvsmi.hpp"
 #include "topology/io_slurm.hpp"

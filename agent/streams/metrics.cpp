@@ -1,6 +1,6 @@
 #include "agent/streams/metrics.hpp"
 
-#include "jobs/workloads/mllog.hpp"
+#include "jobs/mllog.hpp"
 
 namespace railyard::agent {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 // Open MPI 4.1 leaks at MPI_Finalize from components it already dlclose()d (see
-// jobs/workloads/asan_options.cpp): leak checks off so a sanitized run exits 0.
+// workloads/asan_options.cpp): leak checks off so a sanitized run exits 0.
 extern "C" const char* __asan_default_options() { return "detect_leaks=0"; }
 
 int main(int argc, char** argv) {

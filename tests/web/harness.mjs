@@ -23,10 +23,10 @@ export function binDir() {
   return process.env.RAILYARD_BIN_DIR || path.join(repo, 'build', 'web');
 }
 
-// A program from RAILYARD_BIN_DIR (flat) or the build tree (scheduler/, cli/, agent/, jobs/workloads/).
+// A program from RAILYARD_BIN_DIR (flat) or the build tree (scheduler/, cli/, agent/, workloads/).
 export function findBin(name) {
   const dir = binDir();
-  for (const sub of ['', 'scheduler', 'cli', 'agent', 'jobs/workloads']) {
+  for (const sub of ['', 'scheduler', 'cli', 'agent', 'workloads']) {
     const p = path.join(dir, sub, name);
     if (fs.existsSync(p)) return p;
   }

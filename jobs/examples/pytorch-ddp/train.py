@@ -3,7 +3,7 @@
 
 Launched by Railyard's "env" launcher (or torchrun), which sets RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR and MASTER_PORT; init_process_group("env://") reads them. Trains a one-hidden-layer MLP
-on the 8x8 digits vendored in jobs/workloads/data/digits.csv.gz and prints MLPerf logging lines
+on the 8x8 digits vendored in workloads/data/digits.csv.gz and prints MLPerf logging lines
 from rank 0, the ones Railyard's agent parses (run_start, eval_accuracy, run_stop with a status).
 """
 import argparse
@@ -20,7 +20,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_DATA = os.path.join(HERE, "..", "..", "workloads", "data", "digits.csv.gz")
+DEFAULT_DATA = os.path.join(HERE, "..", "..", "..", "workloads", "data", "digits.csv.gz")
 
 
 def mllog(event_type, key, value=None, **metadata):

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "jobs/workloads/collective.hpp"
-#include "jobs/workloads/nccl_api.h"
+#include "workloads/collective.hpp"
+#include "workloads/nccl_api.h"
 
 namespace railyard::workloads {
 

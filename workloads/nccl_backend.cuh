@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "jobs/workloads/mlp_math.hpp"
-#include "jobs/workloads/nccl_api.h"
+#include "workloads/mlp_math.hpp"
+#include "workloads/nccl_api.h"
 
 struct RyNcclComm {
   ncclComm_t comm = nullptr;

@@ -11,11 +11,11 @@
 #include <iostream>
 #include <memory>
 
-#include "jobs/workloads/bootstrap.hpp"
-#include "jobs/workloads/mllog.hpp"
-#include "jobs/workloads/mpi_collective.hpp"
-#include "jobs/workloads/nccl_loader.hpp"
-#include "jobs/workloads/trainer.hpp"
+#include "jobs/mllog.hpp"
+#include "workloads/bootstrap.hpp"
+#include "workloads/mpi_collective.hpp"
+#include "workloads/nccl_loader.hpp"
+#include "workloads/trainer.hpp"
 
 namespace railyard::workloads {
 namespace {

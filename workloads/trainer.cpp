@@ -1,4 +1,4 @@
-#include "jobs/workloads/trainer.hpp"
+#include "workloads/trainer.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "jobs/workloads/dataset.hpp"
-#include "jobs/workloads/mlp_math.hpp"
+#include "workloads/dataset.hpp"
+#include "workloads/mlp_math.hpp"
 
 namespace railyard::workloads {
 

@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "jobs/workloads/allreduce_bench.hpp"
-#include "jobs/workloads/checkpoint.hpp"
-#include "jobs/workloads/collective.hpp"
-#include "jobs/workloads/dataset.hpp"
-#include "jobs/workloads/mlp.hpp"
-#include "jobs/workloads/trainer.hpp"
+#include "workloads/allreduce_bench.hpp"
+#include "workloads/checkpoint.hpp"
+#include "workloads/collective.hpp"
+#include "workloads/dataset.hpp"
+#include "workloads/mlp.hpp"
+#include "workloads/trainer.hpp"
 
 namespace railyard::workloads {
 namespace {

@@ -1,4 +1,4 @@
-#include "jobs/workloads/dataset.hpp"
+#include "workloads/dataset.hpp"
 
 #include <zlib.h>
 

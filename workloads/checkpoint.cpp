@@ -1,4 +1,4 @@
-#include "jobs/workloads/checkpoint.hpp"
+#include "workloads/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "jobs/workloads/mlp.hpp"
+#include "workloads/mlp.hpp"
 
 namespace railyard::workloads {
 namespace {

@@ -1,4 +1,4 @@
-#include "jobs/workloads/nccl_loader.hpp"
+#include "workloads/nccl_loader.hpp"
 
 #include <dlfcn.h>
 

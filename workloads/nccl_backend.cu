@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "jobs/workloads/nccl_backend.cuh"
+#include "workloads/nccl_backend.cuh"
 
 namespace railyard::workloads::gpu {
 

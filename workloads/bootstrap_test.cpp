@@ -1,4 +1,4 @@
-#include "jobs/workloads/bootstrap.hpp"
+#include "workloads/bootstrap.hpp"
 
 #include <gtest/gtest.h>
 

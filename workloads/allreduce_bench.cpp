@@ -1,4 +1,4 @@
-#include "jobs/workloads/allreduce_bench.hpp"
+#include "workloads/allreduce_bench.hpp"
 
 #include <cctype>
 #include <charconv>

@@ -8,10 +8,10 @@
 #include <iostream>
 #include <memory>
 
-#include "jobs/workloads/allreduce_bench.hpp"
-#include "jobs/workloads/bootstrap.hpp"
-#include "jobs/workloads/mpi_collective.hpp"
-#include "jobs/workloads/nccl_loader.hpp"
+#include "workloads/allreduce_bench.hpp"
+#include "workloads/bootstrap.hpp"
+#include "workloads/mpi_collective.hpp"
+#include "workloads/nccl_loader.hpp"
 
 namespace railyard::workloads {
 namespace {

@@ -1,4 +1,4 @@
-#include "jobs/workloads/mpi_collective.hpp"
+#include "workloads/mpi_collective.hpp"
 
 #include <mpi.h>
 

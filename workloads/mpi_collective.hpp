@@ -7,7 +7,7 @@
 #include <span>
 
 #include "common/result.hpp"
-#include "jobs/workloads/collective.hpp"
+#include "workloads/collective.hpp"
 
 namespace railyard::workloads {
 

@@ -1,5 +1,5 @@
 // Training data for railyard-train: the UCI/scikit-learn 8x8 handwritten digits (vendored under
-// jobs/workloads/data/, see its README), any CSV of the same shape given with --data, or, when no file
+// workloads/data/, see its README), any CSV of the same shape given with --data, or, when no file
 // can be found, a deterministic synthetic stand-in. Every rank loads the whole (small) set and takes
 // its shard by index, so no data moves between ranks.
 #pragma once
@@ -43,7 +43,7 @@ Dataset synthetic_digits(std::uint64_t seed = 1797);
 
 // Where the digits file is looked for when --data is not given, in order: $RAILYARD_DATA,
 // <dir of the executable>/data/digits.csv.gz, <dir>/../share/railyard/digits.csv.gz, the source tree's
-// jobs/workloads/data/digits.csv.gz (compiled in), Debian's python3-sklearn copy.
+// workloads/data/digits.csv.gz (compiled in), Debian's python3-sklearn copy.
 std::vector<std::filesystem::path> default_data_candidates();
 
 // The first candidate that loads, or the synthetic set when none does.

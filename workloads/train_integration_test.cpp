@@ -9,8 +9,8 @@
 #include <set>
 #include <thread>
 
-#include "jobs/workloads/mllog.hpp"
-#include "jobs/workloads/run_process.hpp"
+#include "jobs/mllog.hpp"
+#include "workloads/run_process.hpp"
 
 namespace railyard::workloads {
 namespace {

@@ -1,4 +1,4 @@
-#include "jobs/workloads/mlp.hpp"
+#include "workloads/mlp.hpp"
 
 #include <cmath>
 #include <cstdio>

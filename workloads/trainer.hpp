@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "jobs/workloads/checkpoint.hpp"
-#include "jobs/workloads/collective.hpp"
-#include "jobs/workloads/dataset.hpp"
-#include "jobs/workloads/mllog.hpp"
+#include "jobs/mllog.hpp"
+#include "workloads/checkpoint.hpp"
+#include "workloads/collective.hpp"
+#include "workloads/dataset.hpp"
 
 namespace railyard::workloads {
 

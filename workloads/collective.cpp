@@ -1,4 +1,4 @@
-#include "jobs/workloads/collective.hpp"
+#include "workloads/collective.hpp"
 
 #include <algorithm>
 

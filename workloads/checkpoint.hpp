@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "jobs/workloads/collective.hpp"
-#include "jobs/workloads/mlp_math.hpp"
+#include "workloads/collective.hpp"
+#include "workloads/mlp_math.hpp"
 
 namespace railyard::workloads {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "jobs/workloads/dataset.hpp"
-#include "jobs/workloads/mlp.hpp"
+#include "workloads/dataset.hpp"
+#include "workloads/mlp.hpp"
 
 namespace railyard::workloads {
 

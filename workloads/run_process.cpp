@@ -1,4 +1,4 @@
-#include "jobs/workloads/run_process.hpp"
+#include "workloads/run_process.hpp"
 
 #include <poll.h>
 #include <signal.h>

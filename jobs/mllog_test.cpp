@@ -1,4 +1,4 @@
-#include "jobs/workloads/mllog.hpp"
+#include "jobs/mllog.hpp"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 // The per-element formulas are mlp_math.hpp's, the ones the CPU engine runs in CI.
 #include <string>
 
-#include "jobs/workloads/nccl_backend.cuh"
+#include "workloads/nccl_backend.cuh"
 
 struct RyNcclMlp {
   RyNcclComm* comm = nullptr;

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "jobs/workloads/mllog.hpp"
-#include "jobs/workloads/run_process.hpp"
+#include "jobs/mllog.hpp"
+#include "workloads/run_process.hpp"
 
 namespace railyard::workloads {
 namespace {

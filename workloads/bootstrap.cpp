@@ -1,4 +1,4 @@
-#include "jobs/workloads/bootstrap.hpp"
+#include "workloads/bootstrap.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
