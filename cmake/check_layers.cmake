@@ -17,8 +17,7 @@ set(rules
   "scheduler/lifecycle=${core} scheduler/lifecycle"
   "scheduler/sim=${core} scheduler/lifecycle scheduler/sim"
   "scheduler/store=${base} scheduler/model scheduler/lifecycle scheduler/store"
-  # The token hash is the one thing the daemon takes from the API layer (issue 29 lists it to move down).
-  "scheduler/daemon=${core} scheduler/lifecycle scheduler/store scheduler/daemon scheduler/api/auth.hpp"
+  "scheduler/daemon=${core} scheduler/lifecycle scheduler/store scheduler/daemon"
   "scheduler/api=${core} scheduler/lifecycle scheduler/store scheduler/daemon scheduler/api"
   "scheduler/ha=common scheduler/api scheduler/ha"
   "scheduler=${core} common scheduler"

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "scheduler/api/auth.hpp"
+#include "scheduler/daemon/tokens.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "topology/io_json.hpp"
 
@@ -43,7 +43,7 @@ DaemonWorld::DaemonWorld() : dir_(make_temp_dir()) {
   if (!st) throw std::runtime_error(st.error().message);
   for (auto [token, user, role] : {std::tuple{kUserToken, "ada", store::Role::kUser},
                                    std::tuple{kAdminToken, "root", store::Role::kAdmin}})
-    if (!(*st)->add_token({api::sha256_hex(token), user, role})) throw std::runtime_error("add_token failed");
+    if (!(*st)->add_token({daemon::sha256_hex(token), user, role})) throw std::runtime_error("add_token failed");
   daemon::Loop loop{
       [this](std::function<void()> fn) { work_.push_back(std::move(fn)); },
       [this](std::chrono::milliseconds, std::function<void()> fn) { work_.push_back(std::move(fn)); }};

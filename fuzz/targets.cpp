@@ -33,7 +33,7 @@ void mllog(std::string_view input) {
     size_t end = input.find('\n', start);
     if (end == std::string_view::npos) end = input.size();
     std::string_view line = input.substr(start, end - start);
-    (void)workloads::parse_mllog(line);
+    (void)jobs::parse_mllog(line);
     (void)tracker.feed(line);
     start = end + 1;
   }

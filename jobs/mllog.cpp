@@ -6,7 +6,7 @@
 
 #include "common/json_text.hpp"
 
-namespace railyard::workloads {
+namespace railyard::jobs {
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
@@ -240,4 +240,4 @@ void MllogWriter::emit(std::int64_t time_ms, MllogEventType type, std::string_vi
   out_ << line << std::flush;
 }
 
-}  // namespace railyard::workloads
+}  // namespace railyard::jobs

@@ -23,7 +23,7 @@
 
 #include "common/result.hpp"
 
-namespace railyard::workloads {
+namespace railyard::jobs {
 
 enum class MllogEventType { kPointInTime, kIntervalStart, kIntervalEnd };
 
@@ -135,4 +135,4 @@ class MllogWriter {
   std::mutex mutex_;
 };
 
-}  // namespace railyard::workloads
+}  // namespace railyard::jobs

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace railyard::workloads {
+namespace railyard::jobs {
 namespace {
 
 std::string read_fixture(const std::string& name) {
@@ -163,4 +163,4 @@ TEST(TimeToTrain, SpansAPreemptedAttemptAndItsResumption) {
 }
 
 }  // namespace
-}  // namespace railyard::workloads
+}  // namespace railyard::jobs

@@ -51,9 +51,9 @@ int token_create(const std::string& db, const std::string& user, const std::stri
   if (!life) return fail("--" + life.error().message, 2);
   auto st = store::SqliteStateStore::open(db);
   if (!st) return fail(st.error().message);
-  auto token = api::generate_token();
+  auto token = daemon::generate_token();
   if (!token) return fail(token.error().message);
-  store::TokenRecord t{api::sha256_hex(*token), user, *role};
+  store::TokenRecord t{daemon::sha256_hex(*token), user, *role};
   t.created = wall_clock_seconds();
   if (*life) t.expires = t.created + **life;
   if (auto s = (*st)->add_token(t); !s) return fail(s.error().message);

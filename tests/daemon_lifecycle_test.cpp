@@ -5,8 +5,8 @@
 #include <sqlite3.h>
 
 #include "jobs/spec_json.hpp"
-#include "scheduler/api/auth.hpp"
 #include "scheduler/api/router.hpp"
+#include "scheduler/daemon/tokens.hpp"
 #include "tests/agent_hub_harness.hpp"
 #include "tests/service_harness.hpp"
 
@@ -23,7 +23,7 @@ class Api {
  public:
   explicit Api(Harness& h) : h_(h), router_(*h.service, {}) {
     router_.set_agent_hub(h.hub.get());
-    EXPECT_TRUE(h.service->store().add_token({api::sha256_hex(kAdminToken), "root", store::Role::kAdmin}));
+    EXPECT_TRUE(h.service->store().add_token({daemon::sha256_hex(kAdminToken), "root", store::Role::kAdmin}));
   }
   std::pair<int, json> call(const std::string& method, const std::string& target) {
     api::HttpResponse out;

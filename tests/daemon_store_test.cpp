@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "jobs/spec_json.hpp"
-#include "scheduler/api/auth.hpp"
+#include "scheduler/daemon/tokens.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "tests/daemon_client.hpp"
 #include "tests/service_harness.hpp"
@@ -288,16 +288,16 @@ TEST(SqliteStore, TokensAreStoredByHash) {
   testing::TempDir dir;
   auto s = SqliteStateStore::open(dir.file("t.db"));
   ASSERT_TRUE(s);
-  auto token = api::generate_token();
+  auto token = daemon::generate_token();
   ASSERT_TRUE(token);
-  ASSERT_TRUE((*s)->add_token({api::sha256_hex(*token), "ada", store::Role::kAdmin}));
-  auto found = (*s)->find_token(api::sha256_hex(*token));
+  ASSERT_TRUE((*s)->add_token({daemon::sha256_hex(*token), "ada", store::Role::kAdmin}));
+  auto found = (*s)->find_token(daemon::sha256_hex(*token));
   ASSERT_TRUE(found && *found);
   EXPECT_EQ((*found)->user, "ada");
   EXPECT_EQ((*found)->role, store::Role::kAdmin);
   EXPECT_FALSE(*(*s)->find_token(*token));  // the plain token is not a key
   EXPECT_EQ(count_rows(dir.file("t.db"), "SELECT count(*) FROM tokens WHERE hash LIKE 'ry_%'"), 0);
-  EXPECT_EQ(api::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(daemon::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 // Schema 10 (issue 32): a token's times, its revocation and last use written with a batch, and audit rows in

@@ -19,11 +19,11 @@ TEST(NcclGpu, OneRankReachesTheTarget) {
       kTimeout);
   if (run.exit_code == 3) GTEST_SKIP() << "no usable GPU: " << run.err;
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  const auto events = parse_mllog_text(run.out);
+  const auto events = jobs::parse_mllog_text(run.out);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().key, "run_stop");
   EXPECT_EQ(events.back().metadata_string("status"), "success");
-  EXPECT_TRUE(time_to_train_s(events).has_value());
+  EXPECT_TRUE(jobs::time_to_train_s(events).has_value());
 }
 
 TEST(NcclGpu, AllreduceSweepIsSane) {

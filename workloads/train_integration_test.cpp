@@ -35,8 +35,8 @@ std::string describe(const ProcessResult& r) {
          r.out + "--- stderr\n" + r.err;
 }
 
-std::vector<const MllogEvent*> with_key(const std::vector<MllogEvent>& events, std::string_view key) {
-  std::vector<const MllogEvent*> out;
+std::vector<const jobs::MllogEvent*> with_key(const std::vector<jobs::MllogEvent>& events, std::string_view key) {
+  std::vector<const jobs::MllogEvent*> out;
   for (const auto& e : events) {
     if (e.key == key) out.push_back(&e);
   }
@@ -62,21 +62,21 @@ fs::path fresh_dir(const std::string& name) {
 TEST(Train, FourRanksReachTheTargetAndHoldTheSameModel) {
   const auto run = run_process(train(4, "--target-accuracy 0.95"), kTimeout);
   ASSERT_EQ(run.exit_code, 0) << describe(run);
-  const auto events = parse_mllog_text(run.out);
-  const auto stops = with_key(events, mllog_key::kRunStop);
+  const auto events = jobs::parse_mllog_text(run.out);
+  const auto stops = with_key(events, jobs::mllog_key::kRunStop);
   ASSERT_EQ(stops.size(), 1u) << run.out;
   EXPECT_EQ(stops[0]->metadata_string("status"), "success");
-  const auto accuracies = with_key(events, mllog_key::kEvalAccuracy);
+  const auto accuracies = with_key(events, jobs::mllog_key::kEvalAccuracy);
   ASSERT_FALSE(accuracies.empty());
   EXPECT_GE(accuracies.back()->value.get<double>(), 0.95);
-  EXPECT_EQ(with_key(events, mllog_key::kEpochStart).size(), accuracies.size());
-  EXPECT_EQ(with_key(events, mllog_key::kInitStart).size(), 1u);
-  EXPECT_EQ(with_key(events, mllog_key::kInitStop).size(), 1u);
-  const auto benchmark = with_key(events, mllog_key::kSubmissionBenchmark);
+  EXPECT_EQ(with_key(events, jobs::mllog_key::kEpochStart).size(), accuracies.size());
+  EXPECT_EQ(with_key(events, jobs::mllog_key::kInitStart).size(), 1u);
+  EXPECT_EQ(with_key(events, jobs::mllog_key::kInitStop).size(), 1u);
+  const auto benchmark = with_key(events, jobs::mllog_key::kSubmissionBenchmark);
   ASSERT_EQ(benchmark.size(), 1u);
   EXPECT_EQ(benchmark[0]->metadata_string("dataset"), "sklearn-digits");
-  EXPECT_GT(with_key(events, mllog_key::kTrackedStats).at(0)->value["throughput"].get<double>(), 0.0);
-  const auto ttt = time_to_train_s(events);
+  EXPECT_GT(with_key(events, jobs::mllog_key::kTrackedStats).at(0)->value["throughput"].get<double>(), 0.0);
+  const auto ttt = jobs::time_to_train_s(events);
   ASSERT_TRUE(ttt.has_value());
   EXPECT_GT(*ttt, 0.0);
   EXPECT_LT(*ttt, 120.0);
@@ -95,35 +95,35 @@ TEST(Train, ResumesFromTheCheckpointAndCountsTheInterruption) {
   const auto dir = fresh_dir("resume");
   const auto first = run_process(train(4, common + dir.string() + " --max-epochs-this-run 2"), kTimeout);
   ASSERT_EQ(first.exit_code, 0) << describe(first);
-  const auto first_events = parse_mllog_text(first.out);
-  ASSERT_TRUE(with_key(first_events, mllog_key::kRunStop).empty()) << "the target was reached too early\n"
+  const auto first_events = jobs::parse_mllog_text(first.out);
+  ASSERT_TRUE(with_key(first_events, jobs::mllog_key::kRunStop).empty()) << "the target was reached too early\n"
                                                                    << first.out;
-  ASSERT_EQ(with_key(first_events, mllog_key::kEpochStop).size(), 2u);
+  ASSERT_EQ(with_key(first_events, jobs::mllog_key::kEpochStop).size(), 2u);
   ASSERT_TRUE(fs::exists(dir / "checkpoint.json"));
 
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const auto second = run_process(train(4, common + dir.string()), kTimeout);
   ASSERT_EQ(second.exit_code, 0) << describe(second);
-  const auto events = parse_mllog_text(second.out);
-  const auto resume = with_key(events, mllog_key::kResume);
+  const auto events = jobs::parse_mllog_text(second.out);
+  const auto resume = with_key(events, jobs::mllog_key::kResume);
   ASSERT_EQ(resume.size(), 1u) << second.out;
   EXPECT_EQ(resume[0]->metadata_number("epoch_num"), 3.0);
   EXPECT_GT(*resume[0]->metadata_number("previous_elapsed_s"), 0.0);
   EXPECT_GE(*resume[0]->metadata_number("interruption_s"), 1.0);
-  EXPECT_EQ(with_key(events, mllog_key::kEpochStart).at(0)->metadata_number("epoch_num"), 3.0);
-  const auto original_start = with_key(first_events, mllog_key::kRunStart).at(0)->time_ms;
-  EXPECT_EQ(with_key(events, mllog_key::kRunStart).at(0)->time_ms, original_start);
-  const auto ttt = time_to_train_s(events);
+  EXPECT_EQ(with_key(events, jobs::mllog_key::kEpochStart).at(0)->metadata_number("epoch_num"), 3.0);
+  const auto original_start = with_key(first_events, jobs::mllog_key::kRunStart).at(0)->time_ms;
+  EXPECT_EQ(with_key(events, jobs::mllog_key::kRunStart).at(0)->time_ms, original_start);
+  const auto ttt = jobs::time_to_train_s(events);
   ASSERT_TRUE(ttt.has_value()) << second.out;
-  const auto stop_ms = with_key(events, mllog_key::kRunStop).at(0)->time_ms;
+  const auto stop_ms = with_key(events, jobs::mllog_key::kRunStop).at(0)->time_ms;
   EXPECT_DOUBLE_EQ(*ttt, static_cast<double>(stop_ms - original_start) / 1000.0);
   EXPECT_GE(*ttt, 1.5);  // at least the pause between the runs
 
   const auto straight = run_process(train(4, common + fresh_dir("straight").string()), kTimeout);
   ASSERT_EQ(straight.exit_code, 0) << describe(straight);
   EXPECT_EQ(rank_checksums(straight.err).at(0), rank_checksums(second.err).at(0));
-  EXPECT_EQ(with_key(parse_mllog_text(straight.out), mllog_key::kRunStop).at(0)->metadata_number("epoch_num"),
-            with_key(events, mllog_key::kRunStop).at(0)->metadata_number("epoch_num"));
+  EXPECT_EQ(with_key(jobs::parse_mllog_text(straight.out), jobs::mllog_key::kRunStop).at(0)->metadata_number("epoch_num"),
+            with_key(events, jobs::mllog_key::kRunStop).at(0)->metadata_number("epoch_num"));
   fs::remove_all(dir);
   fs::remove_all(fresh_dir("straight"));
 }
@@ -131,18 +131,18 @@ TEST(Train, ResumesFromTheCheckpointAndCountsTheInterruption) {
 TEST(Train, RunningOutOfEpochsIsAbortedWithNoTimeToTrain) {
   const auto run = run_process(train(2, "--target-accuracy 0.999 --epochs 2"), kTimeout);
   EXPECT_EQ(run.exit_code, 4) << describe(run);
-  const auto events = parse_mllog_text(run.out);
-  const auto stops = with_key(events, mllog_key::kRunStop);
+  const auto events = jobs::parse_mllog_text(run.out);
+  const auto stops = with_key(events, jobs::mllog_key::kRunStop);
   ASSERT_EQ(stops.size(), 1u) << run.out;
   EXPECT_EQ(stops[0]->metadata_string("status"), "aborted");
-  EXPECT_FALSE(time_to_train_s(events).has_value());
+  EXPECT_FALSE(jobs::time_to_train_s(events).has_value());
 }
 
 TEST(Train, RunsAsOneRankWithoutMpirun) {
   const auto run = run_process(std::string(RAILYARD_TRAIN) + " --target-accuracy 0.9", kTimeout);
   ASSERT_EQ(run.exit_code, 0) << describe(run);
-  const auto events = parse_mllog_text(run.out);
-  EXPECT_TRUE(time_to_train_s(events).has_value());
+  const auto events = jobs::parse_mllog_text(run.out);
+  EXPECT_TRUE(jobs::time_to_train_s(events).has_value());
   EXPECT_EQ(rank_checksums(run.err).size(), 1u);
 }
 

@@ -140,7 +140,7 @@ Result<TrainOutcome> train(const TrainConfig& config, const TrainSetup& setup) {
   if (setup.log && outcome.status != RunStatus::kPreempted) {
     const bool success = outcome.status == RunStatus::kSuccess;
     setup.log->at(outcome.run_stop_ms, MllogEventType::kIntervalEnd, mllog_key::kRunStop, nullptr,
-                  {{"status", success ? kStatusSuccess : kStatusAborted},
+                  {{"status", success ? jobs::kStatusSuccess : jobs::kStatusAborted},
                    {"epoch_num", outcome.last_epoch},
                    {"model_checksum", checksum_hex(model_checksum(outcome.params))}});
   }

@@ -24,6 +24,11 @@
 
 namespace railyard::workloads {
 
+// The MLLOG writer and keys the trainer logs with (jobs/mllog.hpp).
+using jobs::MllogEventType;
+using jobs::MllogWriter;
+namespace mllog_key = jobs::mllog_key;
+
 struct TrainConfig {
   int epochs = 40;
   int batch_size = 32;  // global: summed over ranks

@@ -1,5 +1,5 @@
-// Bearer tokens: random 256-bit secrets shown once at creation, stored and compared only as SHA-256 hex.
-// Tokens are never logged; only their owner's name is.
+// The bearer token of a request and the lifetime of a new one, as the API and the CLI spell them. Making and
+// hashing tokens is the daemon's (daemon/tokens.hpp).
 #pragma once
 
 #include <cstdint>
@@ -11,10 +11,6 @@
 
 namespace railyard::api {
 
-// "ry_" followed by 64 hex digits from OpenSSL's RAND_bytes.
-Result<std::string> generate_token();
-// Lower-case hex SHA-256 (OpenSSL EVP).
-std::string sha256_hex(std::string_view data);
 // The token of an "Authorization: Bearer <token>" header; nullopt when the header is absent or malformed.
 std::optional<std::string> bearer_token(std::string_view authorization);
 // A token's lifetime as `token create --expires` takes it: N followed by s, m, h, d or w ("30d"), in

@@ -1,10 +1,11 @@
 #include "scheduler/daemon/tokens.hpp"
 
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <ctime>
-
-#include "scheduler/api/auth.hpp"
 
 namespace railyard::daemon {
 namespace {
@@ -18,10 +19,34 @@ std::string utc_text(int64_t seconds) {
   return buf;
 }
 
+std::string to_hex(const unsigned char* p, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kDigits[p[i] >> 4]);
+    out.push_back(kDigits[p[i] & 15]);
+  }
+  return out;
+}
+
 }  // namespace
 
+Result<std::string> generate_token() {
+  std::array<unsigned char, 32> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) return internal_error("RAND_bytes failed");
+  return "ry_" + to_hex(bytes.data(), bytes.size());
+}
+
+std::string sha256_hex(std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
+  return to_hex(md.data(), len);
+}
+
 Result<Authenticated> Tokens::authenticate(const std::string& token) {
-  const std::string hash = api::sha256_hex(token);
+  const std::string hash = sha256_hex(token);
   auto it = cache_.find(hash);
   if (it == cache_.end()) {
     // Not cached: tokens created by `token create` on the database while the daemon runs are found there.
@@ -59,9 +84,9 @@ Result<std::pair<std::string, store::TokenRecord>> Tokens::create(const std::str
   if (user.empty()) return invalid("user: must not be empty");
   const int64_t now = clock_();
   if (expires && *expires <= now) return invalid("expires: must be in the future");
-  auto secret = api::generate_token();
+  auto secret = generate_token();
   if (!secret) return secret.error();
-  store::TokenRecord t{api::sha256_hex(*secret), user, role};
+  store::TokenRecord t{sha256_hex(*secret), user, role};
   t.created = now;
   t.expires = expires;
   WriteBatch b;

@@ -1,5 +1,6 @@
-// Bearer tokens: who a token stands for, with an expiry and a revocation; a cache of the tokens seen, and
-// their last use written now and then. The store keeps only each token's hash.
+// Bearer tokens: random 256-bit secrets shown once at creation, stored and compared only as SHA-256 hex; who a
+// token stands for, with an expiry and a revocation; a cache of the tokens seen, and their last use written
+// now and then. Tokens are never logged; only their owner's name is.
 //
 // Runs on the loop.
 #pragma once
@@ -8,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -16,6 +18,11 @@
 #include "scheduler/daemon/commit_pipeline.hpp"
 
 namespace railyard::daemon {
+
+// "ry_" followed by 64 hex digits from OpenSSL's RAND_bytes.
+Result<std::string> generate_token();
+// Lower-case hex SHA-256 (OpenSSL EVP): what the store keeps of a token.
+std::string sha256_hex(std::string_view data);
 
 // What a bearer token stands for: the caller, or why it is refused (unknown, expired, revoked), which is
 // the message of a 401.
