@@ -17,7 +17,6 @@
 #include "scheduler/api/static_files.hpp"
 #include "scheduler/ha/etcd.hpp"
 #include "scheduler/ha/standby.hpp"
-#include "scheduler/queue/priority.hpp"
 #include "topology/io_json.hpp"
 
 namespace railyard {
@@ -209,12 +208,9 @@ Daemon::Step Daemon::open_service() {
                     }};
   service_ = std::make_unique<daemon::Service>(*cluster_, std::move(*st), std::move(loop), wall_clock_seconds);
   service_->set_clock_ms(wall_clock_ms);
-  sched::PolicyConfig policy;
-  policy.compact_wait_s = config_.compact_wait_s;
-  policy.compact_wait_max_s = config_.compact_wait_max_s;
-  if (auto s = sched::apply_priority_weights(config_.priority_weights, policy); !s)
-    return Failed{"--priority-weights " + s.error().message, 2};
-  service_->set_policy(policy);
+  auto policy = daemon::policy_of(config_);
+  if (!policy) return Failed{policy.error().message, 2};
+  service_->set_policy(*policy);
   auto durability = daemon::parse_submit_durability(config_.submit_durability);
   if (!durability) return Failed{durability.error().message, 2};
   if (auto s = service_->set_submit_durability(*durability); !s) return Failed{s.error().message, 2};

@@ -80,6 +80,24 @@ TEST(DaemonConfig, CompactWaitMaxKeyIsReadValidatedAndLosesToTheFlag) {
   }
 }
 
+// What the daemon schedules with: the settings' compact wait, its cap and priority weights, in the policy.
+TEST(DaemonConfig, PolicyCarriesTheCompactWaitsAndTheWeights) {
+  DaemonConfig c;
+  c.compact_wait_s = 120;
+  c.compact_wait_max_s = 43200;
+  c.priority_weights = "size=7";
+  auto p = policy_of(c);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->compact_wait_s, 120);
+  EXPECT_EQ(p->compact_wait_max_s, 43200);
+  EXPECT_EQ(p->weight_size, 7);
+  EXPECT_EQ(p->weight_qos, sched::PolicyConfig{}.weight_qos) << "weights not named keep their default";
+  c.priority_weights = "speed=2";
+  auto bad = policy_of(c);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("--priority-weights ", 0), 0u) << bad.error().message;
+}
+
 TEST(DaemonConfig, ConnectionLimitKeysAreReadValidatedAndLoseToTheFlags) {
   const ConfigFile merge("c.json");
   DaemonConfig c;

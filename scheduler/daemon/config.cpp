@@ -154,6 +154,15 @@ Result<store::Durability> parse_submit_durability(const std::string& text) {
                  "log: survives a killed scheduler, not a machine crash)");
 }
 
+Result<sched::PolicyConfig> policy_of(const DaemonConfig& config) {
+  sched::PolicyConfig policy;
+  policy.compact_wait_s = config.compact_wait_s;
+  policy.compact_wait_max_s = config.compact_wait_max_s;
+  if (auto s = sched::apply_priority_weights(config.priority_weights, policy); !s)
+    return invalid("--priority-weights " + s.error().message);
+  return policy;
+}
+
 Result<ListenAddress> parse_listen(const std::string& text) {
   const size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0) return invalid("--listen " + text + ": expected HOST:PORT");

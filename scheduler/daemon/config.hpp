@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/result.hpp"
+#include "scheduler/model/snapshot.hpp"
 #include "scheduler/store/state_store.hpp"
 #include "topology/cluster.hpp"
 
@@ -57,6 +58,10 @@ struct DaemonConfig {
 
 // "synced" -> kSynced, "written" -> kWritten; anything else is an error naming both.
 Result<store::Durability> parse_submit_durability(const std::string& text);
+
+// The scheduling policy the settings ask for: the compact wait and its cap, the priority weights (an error
+// names --priority-weights); the rest stays sched::PolicyConfig's default.
+Result<sched::PolicyConfig> policy_of(const DaemonConfig& config);
 
 // Fills every key of `file_path` not in `given` (the flags set on the command line).
 Status merge_config_file(const std::string& file_path, const std::set<std::string>& given,
