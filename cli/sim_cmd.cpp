@@ -183,8 +183,9 @@ void print_header(const SimCmdOptions& o, const topology::Cluster& cluster, cons
   if (o.pass_interval_s > 0)
     std::cout << "passes   at most one per " << o.pass_interval_s << " s of virtual time\n";
   if (o.compact_wait_s > 0)
-    std::cout << "compact  waits for a placement on the fewest leaf groups: with a reservation up to "
-              << o.compact_wait_max_s << " s, without one " << o.compact_wait_share << "x its time limit (at least "
+    std::cout << "compact  waits for a placement on the fewest leaf groups: with a reservation that makes it faster "
+                 "up to "
+              << o.compact_wait_max_s << " s, else " << o.compact_wait_share << "x its time limit (at least "
               << o.compact_wait_s << " s)\n";
   else
     std::cout << "compact  off\n";
@@ -270,11 +271,11 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
                  "a placement on its minimum (0: off)")
       ->capture_default_str();
   cmd.add_option("--compact-wait-max", o.compact_wait_max_s,
-                 "Longest compact wait of a job holding a compact reservation (seconds)")
+                 "Longest compact wait (seconds)")
       ->capture_default_str();
   cmd.add_option("--compact-wait-share", o.compact_wait_share,
-                 "Compact wait without a reservation: this many times the job's time limit (--compact-wait at "
-                 "least)")
+                 "Compact wait that buys the job no speed by the cost model, or without a reservation: this "
+                 "many times the job's time limit (--compact-wait at least)")
       ->capture_default_str();
   cmd.add_option("--priority-weights", o.priority_weights,
                  "Multifactor weights to change, e.g. size=0 (keys qos, age, fairshare, size), as the daemon's");

@@ -4,6 +4,7 @@
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys]
 //                      [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S] [--compact-wait-max S]
+//                      [--compact-wait-share X]
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
@@ -93,13 +94,20 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
       ->check(CLI::Range(1, 86400));
   app.add_option("--compact-wait", config.compact_wait_s,
                  "least seconds a multi-node job that fits now only on more leaf groups than its minimum waits "
-                 "for a placement on its minimum (one holding a compact reservation waits until it starts, "
-                 "at most --compact-wait-max; scheduler/README.md); 0: off; default 300")
+                 "for a placement on its minimum (one holding a compact reservation that makes it faster waits "
+                 "until it starts, at most --compact-wait-max; scheduler/README.md); 0: off; default 300")
       ->check(CLI::Range(0, 86400));
   app.add_option("--compact-wait-max", config.compact_wait_max_s,
-                 "longest seconds a multi-node job holding a compact reservation waits for it (a non-blocking "
-                 "fabric with whole-node jobs may prefer 43200: bench/RESULTS.md); default 604800 (7 days)")
+                 "longest seconds a multi-node job waits for a placement on its fewest leaf groups; "
+                 "default 604800 (7 days)")
       ->check(CLI::Range(0, daemon::kMaxCompactWaitMaxS));
+  char share[32];
+  std::snprintf(share, sizeof share, "%g", config.compact_wait_share);
+  app.add_option("--compact-wait-share", config.compact_wait_share,
+                 std::string("a compact wait that buys the job no speed by the cost model (a non-blocking "
+                             "fabric), or has no reservation, lasts at most this many times the job's time "
+                             "limit; default ") + share)
+      ->check(CLI::Range(0.0, daemon::kMaxCompactWaitShare));
   const sched::PolicyConfig defaults;
   app.add_option("--priority-weights", config.priority_weights,
                  "multifactor priority weights to change, e.g. size=0,age=2000 (keys qos, age, fairshare, size; "
@@ -154,6 +162,7 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"launch_timeout", "--launch-timeout"},
                                                         {"compact_wait", "--compact-wait"},
                                                         {"compact_wait_max", "--compact-wait-max"},
+                                                        {"compact_wait_share", "--compact-wait-share"},
                                                         {"priority_weights", "--priority-weights"},
                                                         {"tls_cert", "--tls-cert"},
                                                         {"tls_key", "--tls-key"},

@@ -80,16 +80,40 @@ TEST(DaemonConfig, CompactWaitMaxKeyIsReadValidatedAndLosesToTheFlag) {
   }
 }
 
+// compact_wait_share: how many time limits a compact wait that buys no speed may last, 0..1000.
+TEST(DaemonConfig, CompactWaitShareKeyIsReadValidatedAndLosesToTheFlag) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.compact_wait_share, sched::PolicyConfig{}.compact_wait_share) << "the core's default";
+  ASSERT_TRUE(merge(R"({"compact_wait_share": 2.5})", {}, c));
+  EXPECT_EQ(c.compact_wait_share, 2.5);
+  DaemonConfig flagged;
+  flagged.compact_wait_share = 4;  // --compact-wait-share 4 on the command line
+  ASSERT_TRUE(merge(R"({"compact_wait_share": 2.5})", {"compact_wait_share"}, flagged));
+  EXPECT_EQ(flagged.compact_wait_share, 4);
+  for (const char* bad : {R"({"compact_wait_share": -0.5})", R"({"compact_wait_share": "12x"})",
+                          R"({"compact_wait_share": 1000.5})"}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("compact_wait_share: must be a number 0..1000"), std::string::npos)
+        << s.error().message;
+    EXPECT_EQ(d.compact_wait_share, sched::PolicyConfig{}.compact_wait_share);
+  }
+}
+
 // What the daemon schedules with: the settings' compact wait, its cap and priority weights, in the policy.
 TEST(DaemonConfig, PolicyCarriesTheCompactWaitsAndTheWeights) {
   DaemonConfig c;
   c.compact_wait_s = 120;
   c.compact_wait_max_s = 43200;
+  c.compact_wait_share = 3;
   c.priority_weights = "size=7";
   auto p = policy_of(c);
   ASSERT_TRUE(p) << p.error().message;
   EXPECT_EQ(p->compact_wait_s, 120);
   EXPECT_EQ(p->compact_wait_max_s, 43200);
+  EXPECT_EQ(p->compact_wait_share, 3);
   EXPECT_EQ(p->weight_size, 7);
   EXPECT_EQ(p->weight_qos, sched::PolicyConfig{}.weight_qos) << "weights not named keep their default";
   c.priority_weights = "speed=2";

@@ -307,11 +307,14 @@ class Pass {
   // on its minimum (lower jobs backfill around it as around any reservation, so they keep out of that set
   // unless they end before it starts). How long it may wait, counted from the first pass that found it
   // placeable only scattered (PendingJob::compact_wait_since):
-  //   - with a compact reservation (within reservation_depth of them this pass): until the reservation
-  //     starts, which running jobs' limits bound, capped at compact_wait_max_s for a reservation that keeps
-  //     moving back;
-  //   - without one (past that budget, no search): compact_wait_share × its time limit, at least
-  //     compact_wait_s (a job without a limit: compact_wait_s).
+  //   - with a compact reservation (within reservation_depth of them this pass) on which the cost model
+  //     makes the job faster (its allreduce there > 0.5 % quicker than on `choice`), or for a job without a
+  //     time limit: until the reservation starts, which running jobs' limits bound, at most
+  //     compact_wait_max_s for a reservation that keeps moving back;
+  //   - otherwise (the fabric makes the scattered set as fast, or no reservation: past the budget, no
+  //     search): compact_wait_share × its time limit, at least compact_wait_s, at most compact_wait_max_s.
+  //     Such a wait only keeps leaf groups whole for later jobs, which a scattered job breaks for as long as
+  //     it runs, so it is worth a multiple of that, no more.
   // A job within the budget for which no compact set is reachable as running jobs end (e.g. a drained node
   // in every leaf group) starts now. True when the job waits.
   bool wait_for_compact(const PendingJob& job, double priority, Request& req, const Choice& choice) {
@@ -325,12 +328,13 @@ class Pass {
     const int64_t since = job.compact_wait_since >= 0 ? job.compact_wait_since : s_.now;
     const bool budget = compact_reservations_ < cfg.reservation_depth;
     const int64_t limit = req.window.end >= kForever ? 0 : req.window.end - req.window.start;
-    const int64_t patience =
-        budget ? std::max(cfg.compact_wait_s, cfg.compact_wait_max_s)
-               : std::max(cfg.compact_wait_s, static_cast<int64_t>(cfg.compact_wait_share * static_cast<double>(limit)));
-    const int64_t deadline = since + patience;
+    const int64_t longest = std::max(cfg.compact_wait_s, cfg.compact_wait_max_s);
+    const int64_t share = limit > 0 ? static_cast<int64_t>(cfg.compact_wait_share * static_cast<double>(limit)) : 0;
+    const int64_t shared = std::clamp(share, cfg.compact_wait_s, longest);
+    int64_t deadline = since + (budget ? longest : shared);
     if (s_.now >= deadline) return false;
     std::optional<FoundReservation> found;
+    std::optional<double> slower;  // the scattered set's allreduce over the compact one's, when > 1.005
     if (budget) {
       auto compact = [&](const ClusterUsage& u, const Request& r) -> std::optional<Choice> {
         if (cfg.search_shortcuts && r.shape.whole_nodes && !u.whole_nodes_in_leaves(r.shape.nodes, needed))
@@ -341,9 +345,12 @@ class Pass {
       };
       found = find_reservation(releases_, usage_, req, s_.now, compact, undo_);
       if (!found) return false;
+      slower = allreduce_ratio(choice.gpus, found->gpus);
+      if (!slower && limit > 0) deadline = since + shared;
+      if (s_.now >= deadline) return false;
     }
     pend(job, priority, PendingReason::kCompact,
-         cfg.explain ? compact_message(req, choice.gpus, spanned, needed, found, deadline) : std::string());
+         cfg.explain ? compact_message(req, spanned, needed, found, slower, deadline) : std::string());
     plan_.pending.back().estimated_start = found ? std::min(found->start_time, deadline) : deadline;
     plan_.pending.back().compact_since = since;
     plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
@@ -359,10 +366,20 @@ class Pass {
     return true;
   }
 
+  // How much slower the cost model rates an allreduce on `scattered` than on `compact`; nullopt when it is
+  // within 0.5 % (a non-blocking fabric: the wait buys the job nothing).
+  std::optional<double> allreduce_ratio(const std::vector<GpuId>& scattered, const std::vector<GpuId>& compact) const {
+    const auto& c = *s_.cluster;
+    const double on_scattered = topology::estimate_allreduce(c, scattered, s_.config.allreduce_bytes).seconds;
+    const double on_compact = topology::estimate_allreduce(c, compact, s_.config.allreduce_bytes).seconds;
+    if (on_compact > 0 && on_scattered > on_compact * 1.005) return on_scattered / on_compact;
+    return std::nullopt;
+  }
+
   // "waiting 3 min for 4 nodes in 1 leaf group (su002), reserved from t=…; now: 3 leaf groups, allreduce
   // 1.8x slower; starts anyway at t=…" — what the wait buys, by the cost model, and until when.
-  std::string compact_message(const Request& req, const std::vector<GpuId>& now_gpus, int spanned, int needed,
-                              const std::optional<FoundReservation>& found, int64_t deadline) const {
+  std::string compact_message(const Request& req, int spanned, int needed, const std::optional<FoundReservation>& found,
+                              std::optional<double> slower, int64_t deadline) const {
     const auto& c = *s_.cluster;
     std::string m = "waiting";
     if (found) m += " " + format_duration(found->start_time - s_.now);
@@ -378,14 +395,12 @@ class Pass {
       m += ", no reservation (" + std::to_string(compact_reservations_) + " compact waits ahead hold one)";
     }
     m += "; now: " + std::to_string(spanned) + " leaf groups";
-    if (found) {
-      const double scattered = topology::estimate_allreduce(c, now_gpus, s_.config.allreduce_bytes).seconds;
-      const double compact = topology::estimate_allreduce(c, found->gpus, s_.config.allreduce_bytes).seconds;
-      if (compact > 0 && scattered > compact * 1.005) {
-        char ratio[32];
-        std::snprintf(ratio, sizeof ratio, "%.2fx", scattered / compact);
-        m += std::string(", allreduce ") + ratio + " slower";
-      }
+    if (slower) {
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.2fx", *slower);
+      m += std::string(", allreduce ") + ratio + " slower";
+    } else if (found) {
+      m += ", as fast by the cost model (the wait keeps leaf groups whole)";
     }
     return m + "; starts anyway at t=" + std::to_string(deadline);
   }

@@ -111,6 +111,10 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
     s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxCompactWaitMaxS,
              "an integer 0..2592000 (seconds)");
     if (s && !is_given) c.compact_wait_max_s = v.get<int>();
+  } else if (key == "compact_wait_share") {
+    s = want(v.is_number() && v.get<double>() >= 0 && v.get<double>() <= kMaxCompactWaitShare,
+             "a number 0..1000 (times the job's time limit)");
+    if (s && !is_given) c.compact_wait_share = v.get<double>();
   } else if (key == "priority_weights") {
     s = want(v.is_string(), "a string like \"size=0,age=2000\"");
     if (s) {
@@ -130,7 +134,7 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         file_path + ": " + key +
         ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-        "compact_wait_max, priority_weights, tls_cert, tls_key, submit_durability, max_connections, "
+        "compact_wait_max, compact_wait_share, priority_weights, tls_cert, tls_key, submit_durability, max_connections, "
         "header_timeout, unix_socket, admin_group)");
   }
   return s;
@@ -158,6 +162,7 @@ Result<sched::PolicyConfig> policy_of(const DaemonConfig& config) {
   sched::PolicyConfig policy;
   policy.compact_wait_s = config.compact_wait_s;
   policy.compact_wait_max_s = config.compact_wait_max_s;
+  policy.compact_wait_share = config.compact_wait_share;
   if (auto s = sched::apply_priority_weights(config.priority_weights, policy); !s)
     return invalid("--priority-weights " + s.error().message);
   return policy;

@@ -2,7 +2,8 @@
 // named *.toml) TOML
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
-//   "launch_timeout": 120, "compact_wait": 300, "compact_wait_max": 604800, "priority_weights": "size=0",
+//   "launch_timeout": 120, "compact_wait": 300, "compact_wait_max": 604800, "compact_wait_share": 12,
+//   "priority_weights": "size=0",
 //   "tls_cert": "...", "tls_key": "...", "submit_durability": "synced", "max_connections": 4096,
 //   "header_timeout": 10, "unix_socket": "/run/railyard.sock", "admin_group": "railyard-admins"});
 // a flag given on the command line wins over the file.
@@ -20,6 +21,8 @@ namespace railyard::daemon {
 
 // The longest compact wait an operator may set (--compact-wait-max): 30 days.
 inline constexpr int kMaxCompactWaitMaxS = 30 * 86400;
+// The largest --compact-wait-share: a wait of 1,000 time limits is already past any cap.
+inline constexpr double kMaxCompactWaitShare = 1000;
 
 struct DaemonConfig {
   std::string listen = "127.0.0.1:8600";
@@ -36,6 +39,7 @@ struct DaemonConfig {
   int launch_timeout_s = 120;      // a connected node that answers no launch order fails the job (1..86400)
   int compact_wait_s = 300;        // sched::PolicyConfig::compact_wait_s (0..86400; 0 = off)
   int compact_wait_max_s = 7 * 86400;  // sched::PolicyConfig::compact_wait_max_s (0..kMaxCompactWaitMaxS)
+  double compact_wait_share = sched::PolicyConfig{}.compact_wait_share;  // (0..kMaxCompactWaitShare)
   std::string priority_weights;    // "qos=N,age=N,fairshare=N,size=N", any subset; "" = the defaults
   std::string tls_cert;            // PEM certificate chain; with tls_key: HTTPS/WSS only
   std::string tls_key;             // PEM private key

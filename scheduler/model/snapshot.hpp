@@ -77,15 +77,17 @@ struct PolicyConfig {
   // spans more leaf groups than its minimum waits for a placement on its minimum, counted from when a pass
   // first found it placeable only that way (PendingJob::compact_wait_since); then it takes the best
   // placement there is. With a compact reservation (reservation_depth of them per pass, apart from the
-  // ordinary ones) it waits until that reservation starts, at most compact_wait_max_s; without one,
-  // compact_wait_share × its time limit, at least compact_wait_s. compact_wait_s = 0 turns the wait off.
-  // Why wait that long: the reservation already bounds the wait by running jobs' limits, and lower jobs
-  // backfill around it; a scattered start costs more than its own allreduce (which a non-blocking tree
-  // makes almost free): it breaks islands in every leaf group it touches for as long as it runs. The
-  // load sweeps in bench/RESULTS.md ("Placement under contention") measure the trade.
+  // ordinary ones) on which the cost model makes it faster, it waits until that reservation starts, at
+  // most compact_wait_max_s. Where the fabric makes the scattered placement as fast (a non-blocking tree),
+  // or without a reservation: compact_wait_share × its time limit, at least compact_wait_s, at most
+  // compact_wait_max_s (a job without a limit: compact_wait_max_s with a reservation, compact_wait_s
+  // without). compact_wait_s = 0 turns the wait off.
+  // Why wait at all where the allreduce is as fast: a scattered start breaks islands in every leaf group it
+  // touches for as long as it runs, which is why the wait scales with the job's limit. The load sweeps in
+  // bench/RESULTS.md ("Placement under contention", "The compact wait's share") measure the trade.
   int64_t compact_wait_s = 300;
   int64_t compact_wait_max_s = 7 * 24 * 3600;
-  double compact_wait_share = 4;
+  double compact_wait_share = 12;
   // Exact shortcuts in reservation searches (a necessary-condition check before the placer); the plans are
   // the same without them, which the simulator tests check by turning them off.
   bool search_shortcuts = true;

@@ -1,6 +1,7 @@
 // The compactness wait (PolicyConfig::compact_wait_*): a multi-node job that fits now only across more leaf
 // groups than its minimum waits, holding a reservation on a compact node set, until that set frees (at most
-// compact_wait_max_s); without a reservation, compact_wait_share × its limit, at least compact_wait_s.
+// compact_wait_max_s) where the cost model makes it faster there; where the fabric makes the scattered set
+// as fast, or without a reservation, compact_wait_share × its limit, at least compact_wait_s.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -15,9 +16,11 @@ using testing::spec_gpus;
 
 // 4 leaf groups of 4 nodes (8 GPUs each). Busy: nodes 0,1 until t=100; 4,5 until t=200; 8-10 and 12-14
 // until t=1000. Free now: 2,3 | 6,7 | 11 | 15, so a 4-node job fits now only on 2 leaf groups, and on one
-// (nodes 0-3) from t=100.
-Harness fragmented(int64_t compact_wait_s, int64_t compact_wait_max_s = 7 * 86400, double share = 0) {
-  auto h = Harness::fat_tree(16, 4);
+// (nodes 0-3) from t=100. Leaf uplinks 2:1 unless `oversubscription` says otherwise: across leaf groups a
+// job's allreduce is slower, so the wait buys it speed.
+Harness fragmented(int64_t compact_wait_s, int64_t compact_wait_max_s = 7 * 86400, double share = 0,
+                   double oversubscription = 2) {
+  auto h = Harness::fat_tree(16, 4, "dgx-h100", oversubscription);
   h.snapshot().config.compact_wait_s = compact_wait_s;
   h.snapshot().config.compact_wait_max_s = compact_wait_max_s;
   h.snapshot().config.compact_wait_share = share;
@@ -52,7 +55,7 @@ TEST(CompactWait, WaitsThenStartsOnItsMinimumWhenACompactSetFrees) {
   EXPECT_NE(info->message.find("waiting 90 s for 4 nodes in 1 leaf group (leaf001), reserved from t=100"),
             std::string::npos)
       << info->message;
-  EXPECT_NE(info->message.find("now: 2 leaf groups"), std::string::npos) << info->message;
+  EXPECT_NE(info->message.find("now: 2 leaf groups, allreduce "), std::string::npos) << info->message;
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(plan.reservations[0].start_time, 100);
   EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3}));
@@ -110,6 +113,58 @@ TEST(CompactWait, AfterItsLongestWaitStartsOnTheBestPlacementThereIs) {
   EXPECT_EQ(p->leaves_spanned, 2);
   EXPECT_EQ(p->min_leaves, 1);
   EXPECT_FALSE(plan.wake_at.has_value());
+}
+
+// Non-blocking leaf uplinks: on 2 leaf groups the job's allreduce is as fast, so the reservation is held for
+// compact_wait_share × its limit, not until the set frees.
+TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastTheShareOfItsLimitBoundsTheWait) {
+  auto h = fragmented(60, 7 * 86400, 0.02, 1);  // 2 % of a 3,600 s limit: until t=10+72; the set frees at t=100
+  const JobId big = h.submit(spec_gpus(32, 3600), 10);
+  Plan plan = h.plan();
+  const PendingInfo* info = Harness::find_pending(plan, big);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->reason, PendingReason::kCompact);
+  EXPECT_NE(info->message.find("now: 2 leaf groups, as fast by the cost model"), std::string::npos) << info->message;
+  EXPECT_NE(info->message.find("starts anyway at t=82"), std::string::npos) << info->message;
+  EXPECT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(info->estimated_start, 82);
+  EXPECT_EQ(plan.wake_at, 82);
+  h.apply(plan);
+  advance(h, 81);
+  plan = h.plan();
+  EXPECT_EQ(Harness::find_start(plan, big), nullptr);
+  h.apply(plan);
+  advance(h, 82);
+  plan = h.plan();
+  const Placement* p = Harness::find_start(plan, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 2);
+  EXPECT_TRUE(plan.reservations.empty());
+}
+
+TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastASetFreeingWithinTheShareIsTaken) {
+  auto h = fragmented(60, 7 * 86400, 1, 1);  // one limit (3,600 s) of wait; the set frees at t=100
+  const JobId big = h.submit(spec_gpus(32, 3600), 10);
+  h.apply(h.plan());
+  advance(h, 100);
+  Plan plan = h.plan();
+  const Placement* p = Harness::find_start(plan, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 1);
+}
+
+TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobWithoutALimitWaitsForItsReservation) {
+  auto h = fragmented(60, 7 * 86400, 0.02, 1);
+  const JobId big = h.submit(spec_gpus(32, 0), 10);  // no limit: no share of it to bound the wait
+  Plan plan = h.plan();
+  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
+  h.apply(plan);
+  advance(h, 100);
+  plan = h.plan();
+  const Placement* p = Harness::find_start(plan, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 1);
 }
 
 TEST(CompactWait, ZeroTurnsItOff) {

@@ -25,8 +25,13 @@ class Harness {
     snap_.cluster = cluster_.get();
   }
   static Harness superpod(const char* preset, int sus) { return Harness(topology::generate_superpod(preset, sus).value()); }
-  static Harness fat_tree(int nodes, int leaf_size, const char* profile = "dgx-h100") {
-    return Harness(topology::generate_fat_tree({.nodes = nodes, .leaf_size = leaf_size, .spine_size = 16, .profile = profile}).value());
+  static Harness fat_tree(int nodes, int leaf_size, const char* profile = "dgx-h100", double oversubscription = 1) {
+    return Harness(topology::generate_fat_tree({.nodes = nodes,
+                                                .leaf_size = leaf_size,
+                                                .spine_size = 16,
+                                                .profile = profile,
+                                                .leaf_oversubscription = oversubscription})
+                       .value());
   }
 
   const topology::Cluster& cluster() const { return *cluster_; }
