@@ -211,6 +211,7 @@ Daemon::Step Daemon::open_service() {
   auto policy = daemon::policy_of(config_);
   if (!policy) return Failed{policy.error().message, 2};
   service_->set_policy(*policy);
+  service_->set_pass_budget(std::chrono::milliseconds(config_.pass_budget_ms));
   auto durability = daemon::parse_submit_durability(config_.submit_durability);
   if (!durability) return Failed{durability.error().message, 2};
   if (auto s = service_->set_submit_durability(*durability); !s) return Failed{s.error().message, 2};

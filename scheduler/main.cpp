@@ -4,7 +4,7 @@
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys]
 //                      [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S] [--compact-wait-max S]
-//                      [--compact-wait-share X]
+//                      [--compact-wait-share X] [--pass-budget-ms MS]
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
@@ -108,6 +108,11 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
                              "fabric), or has no reservation, lasts at most this many times the job's time "
                              "limit; default ") + share)
       ->check(CLI::Range(0.0, daemon::kMaxCompactWaitShare));
+  app.add_option("--pass-budget-ms", config.pass_budget_ms,
+                 "longest a scheduling pass may take, in milliseconds: it stops between jobs, the jobs it did "
+                 "not reach keep their reason, and another pass follows (scheduler/README.md); 0: no bound; "
+                 "default 1000")
+      ->check(CLI::Range(0, 60000));
   const sched::PolicyConfig defaults;
   app.add_option("--priority-weights", config.priority_weights,
                  "multifactor priority weights to change, e.g. size=0,age=2000 (keys qos, age, fairshare, size; "
@@ -163,6 +168,7 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"compact_wait", "--compact-wait"},
                                                         {"compact_wait_max", "--compact-wait-max"},
                                                         {"compact_wait_share", "--compact-wait-share"},
+                                                        {"pass_budget_ms", "--pass-budget-ms"},
                                                         {"priority_weights", "--priority-weights"},
                                                         {"tls_cert", "--tls-cert"},
                                                         {"tls_key", "--tls-key"},

@@ -102,6 +102,26 @@ TEST(DaemonConfig, CompactWaitShareKeyIsReadValidatedAndLosesToTheFlag) {
   }
 }
 
+// pass_budget_ms: how long a pass may take, 0..60000 ms (0: no bound), the flag winning.
+TEST(DaemonConfig, PassBudgetKeyIsReadValidatedAndLosesToTheFlag) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  ASSERT_TRUE(merge(R"({"pass_budget_ms": 0})", {}, c));
+  EXPECT_EQ(c.pass_budget_ms, 0);
+  DaemonConfig flagged;
+  flagged.pass_budget_ms = 250;  // --pass-budget-ms 250
+  ASSERT_TRUE(merge(R"({"pass_budget_ms": 5000})", {"pass_budget_ms"}, flagged));
+  EXPECT_EQ(flagged.pass_budget_ms, 250);
+  for (const char* bad : {R"({"pass_budget_ms": -1})", R"({"pass_budget_ms": 60001})", R"({"pass_budget_ms": 1.5})"}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("pass_budget_ms: must be an integer 0..60000"), std::string::npos)
+        << s.error().message;
+    EXPECT_EQ(d.pass_budget_ms, DaemonConfig{}.pass_budget_ms);
+  }
+}
+
 // What the daemon schedules with: the settings' compact wait, its cap and priority weights, in the policy.
 TEST(DaemonConfig, PolicyCarriesTheCompactWaitsAndTheWeights) {
   DaemonConfig c;

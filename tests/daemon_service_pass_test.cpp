@@ -2,8 +2,11 @@
 // taken), on a fake pass executor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 
 #include "scheduler/daemon/service.hpp"
@@ -150,6 +153,47 @@ TEST(ServicePass, AStartIsKeptWhenOnlyOtherNodesChanged) {
   EXPECT_EQ(f.job(next[0]).state, JobState::kStarting);
   EXPECT_EQ(f.job(next[0]).nodes.at(0), used);
   EXPECT_EQ(f.svc->stats().stale_starts_total, 0);
+}
+
+// A pass budget: the pass stops between jobs when the budget is spent, the jobs it did not reach say so
+// (or keep the reason they had), and another pass follows; without a budget one pass reaches them all.
+TEST(ServicePass, APassStopsAtItsBudgetAndTheJobsItDidNotReachSaySo) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);  // 32 nodes
+  ASSERT_TRUE(cluster);
+  InFlight f(dir, std::make_unique<topology::Cluster>(std::move(*cluster)));
+  auto ticks = std::make_shared<int64_t>(0);  // each reading of the clock is 1 ms later
+  f.svc->set_monotonic_clock([ticks] { return std::chrono::steady_clock::time_point(std::chrono::milliseconds(++*ticks)); });
+  f.svc->set_pass_budget(std::chrono::milliseconds(1));  // spent at the first question, after kBudgetStride jobs
+  const auto ids = f.submit(std::vector<int>(200, 8));
+  ASSERT_EQ(ids.size(), 200u);
+  f.finish_pass();
+  const std::string not_reached(lifecycle::JobTable::kNotReached);
+  auto count = [&](auto pred) { return std::count_if(ids.begin(), ids.end(), [&](auto id) { return pred(f.job(id)); }); };
+  auto starting = [](const JobRecord& r) { return r.state == JobState::kStarting; };
+  auto unreached = [&](const JobRecord& r) { return r.reason == not_reached; };
+  auto waiting_for_gpus = [](const JobRecord& r) { return r.reason.rfind("resources", 0) == 0; };
+  EXPECT_EQ(count(starting), 32);
+  EXPECT_EQ(count(waiting_for_gpus), static_cast<long>(sched::kBudgetStride) - 32);
+  EXPECT_EQ(count(unreached), 200 - static_cast<long>(sched::kBudgetStride));
+  EXPECT_EQ(f.svc->stats().cut_passes_total, 1);
+  EXPECT_EQ(f.svc->stats().last_unexamined, 200 - static_cast<long>(sched::kBudgetStride));
+  ASSERT_EQ(f.worker.size(), 1u) << "a cut pass asks for the next one";
+
+  // The same budget: the head of the 168 still pending (32 reached before, 32 not), the rest keep their reason.
+  f.finish_pass();
+  EXPECT_EQ(count(starting), 32);
+  EXPECT_EQ(count(unreached), 200 - 32 - static_cast<long>(sched::kBudgetStride));
+  EXPECT_EQ(f.svc->stats().cut_passes_total, 2);
+
+  f.svc->set_pass_budget(std::chrono::milliseconds(0));  // no bound: the next pass reaches every job
+  ASSERT_EQ(f.worker.size(), 1u);
+  f.finish_pass();
+  EXPECT_EQ(count(unreached), 0);
+  EXPECT_EQ(count(waiting_for_gpus), 200 - 32);
+  EXPECT_EQ(f.svc->stats().last_unexamined, 0);
+  EXPECT_EQ(f.svc->stats().cut_passes_total, 2);
+  EXPECT_TRUE(f.worker.empty()) << "a pass that reached every job asks for no other";
 }
 
 }  // namespace

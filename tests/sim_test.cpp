@@ -25,7 +25,13 @@ topology::Cluster small_cluster() {
 }
 
 TraceJob job(std::string id, double submit, double duration, int gpus, std::string user = "u") {
-  return {std::move(id), submit, duration, gpus, std::move(user), 0};
+  TraceJob j;
+  j.job_id = std::move(id);
+  j.submit_s = submit;
+  j.duration_s = duration;
+  j.gpus = gpus;
+  j.user = std::move(user);
+  return j;
 }
 
 SimOptions no_comm() {

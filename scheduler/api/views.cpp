@@ -181,6 +181,11 @@ std::string metrics_text(const lifecycle::JobTable& table, const daemon::Service
              "\nrailyard_scheduling_pass_seconds_count " + std::to_string(stats.passes_total) + "\n");
   metric("railyard_scheduling_last_pass_seconds", "gauge", "Duration of the last scheduling pass.",
          "railyard_scheduling_last_pass_seconds " + std::to_string(stats.last_pass_seconds) + "\n");
+  metric("railyard_scheduling_cut_passes_total", "counter",
+         "Scheduling passes that stopped at their time budget (--pass-budget-ms) before the end of the queue.",
+         "railyard_scheduling_cut_passes_total " + std::to_string(stats.cut_passes_total) + "\n");
+  metric("railyard_jobs_not_reached", "gauge", "Pending jobs the last scheduling pass did not reach (its budget).",
+         "railyard_jobs_not_reached " + std::to_string(stats.last_unexamined) + "\n");
   metric("railyard_gpus_allocated", "gauge", "GPUs held by STARTING or RUNNING jobs.",
          "railyard_gpus_allocated " + std::to_string(allocated) + "\n");
   metric("railyard_gpus_free", "gauge", "GPUs of nodes not removed that no job holds.",

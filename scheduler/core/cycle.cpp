@@ -141,7 +141,15 @@ class Pass {
 
   Plan run() {
     auto priorities = compute_priorities(s_);
-    for (size_t idx : priority_order(s_, priorities)) consider(s_.pending[idx], priorities[idx]);
+    const auto order = priority_order(s_, priorities);
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i > 0 && i % kBudgetStride == 0 && s_.out_of_time && s_.out_of_time()) {
+        plan_.unexamined.reserve(order.size() - i);
+        for (; i < order.size(); ++i) plan_.unexamined.push_back(s_.pending[order[i]].id);
+        break;
+      }
+      consider(s_.pending[order[i]], priorities[order[i]]);
+    }
     return std::move(plan_);
   }
 
@@ -345,7 +353,11 @@ class Pass {
       };
       found = find_reservation(releases_, usage_, req, s_.now, compact, undo_);
       if (!found) return false;
-      slower = allreduce_ratio(choice.gpus, found->gpus);
+      // The cost model is asked when its answer can change what the job does (or a message wants it):
+      // when the shorter wait is over, or ends before the reservation starts. Else the job waits for the
+      // reservation either way, and is woken at the shorter wait's end to be asked then.
+      const bool matters = cfg.explain || (limit > 0 && std::max(s_.now, found->start_time) >= since + shared);
+      if (matters) slower = allreduce_ratio(choice.gpus, found->gpus);
       if (!slower && limit > 0) deadline = since + shared;
       if (s_.now >= deadline) return false;
     }

@@ -10,6 +10,7 @@
 //     else                                      -> PendingInfo (resources / reservation / priority)
 // Backfill is the rule in the second step: a lower job may take GPUs a reservation needs only if it ends
 // (by its time limit) before that reservation starts; so no start in a plan delays any reservation.
+// With Snapshot::out_of_time set, the loop may stop early: Plan::unexamined lists the rest.
 #pragma once
 
 #include <memory>

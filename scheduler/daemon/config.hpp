@@ -3,7 +3,7 @@
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
 //   "launch_timeout": 120, "compact_wait": 300, "compact_wait_max": 604800, "compact_wait_share": 12,
-//   "priority_weights": "size=0",
+//   "pass_budget_ms": 1000, "priority_weights": "size=0",
 //   "tls_cert": "...", "tls_key": "...", "submit_durability": "synced", "max_connections": 4096,
 //   "header_timeout": 10, "unix_socket": "/run/railyard.sock", "admin_group": "railyard-admins"});
 // a flag given on the command line wins over the file.
@@ -41,6 +41,7 @@ struct DaemonConfig {
   int compact_wait_max_s = 7 * 86400;  // sched::PolicyConfig::compact_wait_max_s (0..kMaxCompactWaitMaxS)
   double compact_wait_share = sched::PolicyConfig{}.compact_wait_share;  // (0..kMaxCompactWaitShare)
   std::string priority_weights;    // "qos=N,age=N,fairshare=N,size=N", any subset; "" = the defaults
+  int pass_budget_ms = 1000;       // PassRunner::set_pass_budget (0..60000; 0 = none)
   std::string tls_cert;            // PEM certificate chain; with tls_key: HTTPS/WSS only
   std::string tls_key;             // PEM private key
   // When a submit is acknowledged: "synced" (on disk) or "written" (in the log:

@@ -69,11 +69,13 @@ void PassRunner::run() {
   std::weak_ptr<char> alive = alive_;
   auto compute = [this, work, alive] {
     const auto t = monotonic_();
+    if (budget_.count() > 0) work->snap.out_of_time = [this, until = t + budget_] { return monotonic_() >= until; };
     try {
       work->plan = scheduler_.schedule(work->snap);
-      // By id, so plan_changes() walks it alongside the table instead of a lookup per job (on the loop).
+      // By id, so plan_changes() walks them alongside the table instead of a lookup per job (on the loop).
       std::sort(work->plan.pending.begin(), work->plan.pending.end(),
                 [](const auto& a, const auto& b) { return a.job < b.job; });
+      std::sort(work->plan.unexamined.begin(), work->plan.unexamined.end());
     } catch (const std::exception& e) {
       work->error = e.what();
     }
@@ -166,15 +168,18 @@ void PassRunner::finish(const std::shared_ptr<Work>& done) {
   stats_.last_schedule_seconds = secs(work.schedule_time);
   stats_.last_apply_seconds = secs(last_end_ - t_apply);
   stats_.stale_starts_total += static_cast<int64_t>(changes.stale);
-  if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5)
+  const bool cut = !work.plan.unexamined.empty();
+  stats_.cut_passes_total += cut ? 1 : 0;
+  stats_.last_unexamined = static_cast<int64_t>(work.plan.unexamined.size());
+  if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5 || cut)
     spdlog::info(
-        "pass: {} pending ({} parked), {} started, {} stale, {} rejected, {} updates, {} new reasons, "
-        "{:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
-        work.snap.pending.size(), table_.parked_count(), work.plan.starts.size() - changes.stale,
-        changes.stale, work.plan.rejected.size(), b.updates.size(), changes.notes.size(),
-        stats_.last_pass_seconds, stats_.last_snapshot_seconds, stats_.last_schedule_seconds,
-        stats_.last_apply_seconds);
-  if (again() || changes.stale > 0) request();
+        "pass: {} pending ({} parked, {} not reached within the budget), {} started, {} stale, {} rejected, "
+        "{} updates, {} new reasons, {:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
+        work.snap.pending.size(), table_.parked_count(), work.plan.unexamined.size(),
+        work.plan.starts.size() - changes.stale, changes.stale, work.plan.rejected.size(), b.updates.size(),
+        changes.notes.size(), stats_.last_pass_seconds, stats_.last_snapshot_seconds,
+        stats_.last_schedule_seconds, stats_.last_apply_seconds);
+  if (again() || changes.stale > 0 || cut) request();
 }
 
 }  // namespace railyard::daemon

@@ -13,6 +13,11 @@
 // last one was applied, on the monotonic clock, so a stream of submits is not one fsync'd pass per submit,
 // and passes take at most about half of the time.
 //
+// A pass budget (set_pass_budget(), --pass-budget-ms) bounds schedule(): it stops between jobs once the
+// budget is spent (sched::Snapshot::out_of_time), the jobs it did not reach keep their reason and estimated
+// start, and one more pass is asked for. Each pass starts again at the head of the queue, so the budget
+// bounds how long an event waits for its pass; the jobs past it are reached as the head's work shrinks.
+//
 // Arrays: an array is submitted (and synced) as one job record; each pass first creates its next tasks as
 // jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
 //
@@ -43,6 +48,8 @@ struct PassStats {
   double last_snapshot_seconds = 0, last_schedule_seconds = 0, last_apply_seconds = 0;
   int64_t stale_starts_total = 0;  // starts dropped because the table changed during the pass
   int64_t array_tasks_total = 0;   // jobs created as the tasks of arrays
+  int64_t cut_passes_total = 0;    // passes that stopped at the pass budget
+  int64_t last_unexamined = 0;     // pending jobs the last pass did not reach
 };
 
 class PassRunner {
@@ -72,6 +79,8 @@ class PassRunner {
   // The clock that paces and times passes; steady_clock by default. Called on the loop and on the executor.
   void set_monotonic_clock(Monotonic clock) { monotonic_ = std::move(clock); }
   void set_policy(const sched::PolicyConfig& policy) { policy_ = policy; }
+  // The longest schedule() may take, on the monotonic clock (0: no bound). See the header comment.
+  void set_pass_budget(std::chrono::milliseconds budget) { budget_ = budget; }
 
   // Requests a pass (coalesced and paced; see the header comment).
   void request();
@@ -92,6 +101,7 @@ class PassRunner {
   Sink sink_;
   Monotonic monotonic_ = [] { return std::chrono::steady_clock::now(); };
   sched::PolicyConfig policy_;
+  std::chrono::milliseconds budget_{0};
   PassStats stats_;
   bool posted_ = false;
   bool in_flight_ = false;  // snapshot taken, plan not applied yet

@@ -127,6 +127,25 @@ void note_reasons(const std::vector<sched::PendingInfo>& pending,
   }
 }
 
+// The jobs a pass did not reach (Plan::unexamined) keep their reason; one without a reason yet (submitted
+// since the last pass that reached it) gets kNotReached. Walked alongside the waiting jobs when sorted by id.
+void note_unexamined(const std::vector<JobId>& unexamined, const std::map<JobId, const JobRecord*>& waiting_jobs,
+                     std::vector<JobTable::PendingNote>& notes) {
+  const bool by_id = std::is_sorted(unexamined.begin(), unexamined.end());
+  auto waiting = waiting_jobs.begin();
+  for (JobId id : unexamined) {
+    const JobRecord* cur = nullptr;
+    if (by_id) {
+      while (waiting != waiting_jobs.end() && waiting->first < id) ++waiting;
+      if (waiting != waiting_jobs.end() && waiting->first == id) cur = waiting->second;
+    } else if (auto it = waiting_jobs.find(id); it != waiting_jobs.end()) {
+      cur = it->second;
+    }
+    if (cur && cur->state == JobState::kPending && cur->reason.empty())
+      notes.push_back({id, std::string(JobTable::kNotReached), cur->estimated_start});
+  }
+}
+
 }  // namespace
 
 std::string job_subject(JobId id) { return "job:" + std::to_string(id); }
@@ -389,6 +408,7 @@ JobTable::PlanChanges JobTable::plan_changes(const sched::Plan& plan, int64_t no
       ch.touch(info.job)->compact_since = info.compact_since;
   }
   note_reasons(plan.pending, waiting_, ch, out.notes);
+  note_unexamined(plan.unexamined, waiting_, out.notes);
   // A reservation's job is in plan.pending with the same estimated_start (handled above).
   b.events.reserve(b.events.size() + plan.rejected.size());
   for (const auto& rej : plan.rejected) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -135,6 +136,9 @@ class JobTable {
     size_t stale = 0;
   };
   PlanChanges plan_changes(const sched::Plan& plan, int64_t now) const;
+  // The reason of a job that no pass has reached yet (Plan::unexamined, a pass cut by its time budget).
+  static constexpr std::string_view kNotReached =
+      "queued: not reached yet (passes stop at their time budget, --pass-budget-ms, before this job)";
   // An array's progress (null for a job that is not an array), and whether any array is still open.
   const ArrayProgress* array(JobId id) const;
   bool has_open_arrays() const { return !open_arrays_.empty(); }

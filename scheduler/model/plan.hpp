@@ -65,6 +65,9 @@ struct Plan {
   std::vector<Reservation> reservations;
   std::vector<PendingInfo> pending;       // every pending job that did not start, in priority order
   std::vector<Rejection> rejected;
+  // Pending jobs the pass did not reach (Snapshot::out_of_time), in priority order: no decision was taken
+  // for them, so they keep their last reason and estimated start.
+  std::vector<JobId> unexamined;
   // The earliest time a pass may start a job with nothing else changed (the end of a compact wait): a
   // shell that runs passes only on events schedules one for then. Unset: no such time.
   std::optional<int64_t> wake_at;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -105,6 +106,12 @@ struct Snapshot {
   std::unordered_map<std::string, int> project_quota;
   PolicyConfig config;
   int64_t now = 0;                                        // seconds, any epoch
+  // A bound on the pass (the daemon's --pass-budget-ms): asked between jobs, once per kBudgetStride of them
+  // (so the first kBudgetStride are always examined); when it answers true the pass stops there and
+  // Plan::unexamined lists the jobs it did not reach. Unset: every job. The cut point then depends on
+  // whoever answers (a clock), but what the pass decided up to it is what a full pass decides for those jobs.
+  std::function<bool()> out_of_time;
 };
+inline constexpr size_t kBudgetStride = 64;
 
 }  // namespace railyard::sched

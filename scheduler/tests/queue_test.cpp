@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "scheduler/queue/fairshare.hpp"
 #include "scheduler/queue/priority.hpp"
 #include "scheduler/tests/harness.hpp"
@@ -210,6 +212,63 @@ TEST(Queue, AJobBeyondTheNodesNotRemovedWaitsSayingSo) {
   h.snapshot().health[3] = NodeHealth::kUp;
   p = h.plan();
   EXPECT_NE(Harness::find_start(p, whole), nullptr);
+}
+
+// A pass out of time (Snapshot::out_of_time) stops between jobs, asking once per kBudgetStride of them; it
+// decides for the jobs it reached what a full pass decides, and lists the others in priority order.
+TEST(Queue, APassOutOfTimeStopsBetweenJobsAndListsTheRestInPriorityOrder) {
+  auto h = Harness::fat_tree(8, 4);
+  h.run(spec_gpus(8, 500), h.gpus_of(0, 0, 8));
+  h.run(spec_gpus(4, 900), h.gpus_of(5, 0, 4));
+  const int sizes[] = {1, 2, 4, 8, 16, 32, 3};
+  for (int i = 0; i < 200; ++i) h.submit(spec_gpus(sizes[i % 7], 100 + 37 * (i % 11), "user" + std::to_string(i % 5)), i % 13);
+  const Plan full = h.plan();
+  ASSERT_TRUE(full.unexamined.empty());
+  ASSERT_FALSE(full.reservations.empty());
+
+  int asked = 0;
+  h.snapshot().out_of_time = [&] { return ++asked == 2; };
+  const Plan cut = h.plan();
+  EXPECT_EQ(asked, 2);
+  const size_t reached = 2 * kBudgetStride;
+  ASSERT_EQ(cut.unexamined.size(), 200 - reached);
+  const auto order = priority_order(h.snapshot(), compute_priorities(h.snapshot()));
+  std::set<JobId> first;
+  for (size_t i = 0; i < reached; ++i) first.insert(h.snapshot().pending[order[i]].id);
+  for (size_t i = reached; i < order.size(); ++i)
+    EXPECT_EQ(cut.unexamined[i - reached], h.snapshot().pending[order[i]].id) << i;
+
+  // The decisions for the jobs reached are the full pass's, in the same order.
+  auto reached_only = [&](auto items, auto id_of) {
+    std::erase_if(items, [&](const auto& x) { return !first.count(id_of(x)); });
+    return items;
+  };
+  const auto starts = reached_only(full.starts, [](const Placement& p) { return p.job; });
+  ASSERT_EQ(cut.starts.size(), starts.size());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    EXPECT_EQ(cut.starts[i].job, starts[i].job);
+    EXPECT_EQ(cut.starts[i].gpus, starts[i].gpus);
+  }
+  const auto pending = reached_only(full.pending, [](const PendingInfo& p) { return p.job; });
+  ASSERT_EQ(cut.pending.size(), pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    EXPECT_EQ(cut.pending[i].job, pending[i].job);
+    EXPECT_EQ(cut.pending[i].reason, pending[i].reason);
+    EXPECT_EQ(cut.pending[i].message, pending[i].message);
+    EXPECT_EQ(cut.pending[i].estimated_start, pending[i].estimated_start);
+  }
+  const auto reservations = reached_only(full.reservations, [](const Reservation& r) { return r.job; });
+  ASSERT_EQ(cut.reservations.size(), reservations.size());
+  for (size_t i = 0; i < reservations.size(); ++i) {
+    EXPECT_EQ(cut.reservations[i].job, reservations[i].job);
+    EXPECT_EQ(cut.reservations[i].gpus, reservations[i].gpus);
+  }
+  EXPECT_EQ(cut.starts.size() + cut.pending.size() + cut.rejected.size(), reached);
+
+  asked = 0;
+  h.snapshot().out_of_time = [&] { return ++asked > 100; };  // never out of time in this pass
+  EXPECT_TRUE(h.plan().unexamined.empty());
+  EXPECT_EQ(asked, static_cast<int>((200 - 1) / kBudgetStride));
 }
 
 }  // namespace
