@@ -6,7 +6,8 @@
 #   bench/bench_submit.sh [BUILD_DIR] [SECONDS]        (default build/daemon-rel, 10 s per run)
 #   bench/bench_submit.sh BUILD_DIR SECONDS pass       pass time with PENDING (100,000) jobs of FILL_GPUS (1)
 #                                                      GPUs queued on a full cluster of SUS_PASS (32) SUs of 32
-#                                                      nodes, from /metrics and the scheduler's pass log
+#                                                      nodes, from /metrics and the scheduler's pass log;
+#                                                      PASS_BUDGET_MS: the daemon's --pass-budget-ms
 # Build first: cmake -S . -B build/daemon-rel -G Ninja -DCMAKE_BUILD_TYPE=Release -DRAILYARD_BENCH=OFF
 #              ninja -C build/daemon-rel railyard-scheduler daemon_load
 set -euo pipefail
@@ -19,7 +20,8 @@ SUS=${SUS:-4}
 start() {  # sets dir, pid, port, token
   dir=$(mktemp -d /tmp/railyard-bench-XXXXXX)
   token=$("$BIN" token create --db "$dir/s.db" --user bench 2>/dev/null | tail -1)
-  "$BIN" --listen 127.0.0.1:0 --db "$dir/s.db" --preset dgx-h100-superpod --sus "$SUS" >"$dir/out" 2>"$dir/err" &
+  "$BIN" --listen 127.0.0.1:0 --db "$dir/s.db" --preset dgx-h100-superpod --sus "$SUS" \
+    ${PASS_BUDGET_MS:+--pass-budget-ms "$PASS_BUDGET_MS"} >"$dir/out" 2>"$dir/err" &
   pid=$!
   for _ in $(seq 100); do grep -q "listening on" "$dir/out" 2>/dev/null && break; sleep 0.1; done
   port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$dir/out")
@@ -41,7 +43,7 @@ pass_time() {
   sleep "${SETTLE:-20}"
   metrics 'queue_length|gpus_allocated|scheduling_pass_seconds_count|scheduling_last_pass_seconds'
   "$LOAD" "$port" "$token" 1 "$SECS" single
-  metrics 'queue_length|scheduling_pass_seconds_count|scheduling_last_pass_seconds'
+  metrics 'queue_length|scheduling_pass_seconds_count|scheduling_last_pass_seconds|scheduling_cut_passes_total|jobs_not_reached'
   grep "pass:" "$dir/err" | tail -3
   kill "$pid"; wait "$pid" || true
   rm -rf "$dir"

@@ -173,9 +173,10 @@ void PassRunner::finish(const std::shared_ptr<Work>& done) {
   stats_.last_unexamined = static_cast<int64_t>(work.plan.unexamined.size());
   if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5 || cut)
     spdlog::info(
-        "pass: {} pending ({} parked, {} not reached within the budget), {} started, {} stale, {} rejected, "
-        "{} updates, {} new reasons, {:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
-        work.snap.pending.size(), table_.parked_count(), work.plan.unexamined.size(),
+        "pass: {} pending ({} parked{}), {} started, {} stale, {} rejected, {} updates, {} new reasons, "
+        "{:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
+        work.snap.pending.size(), table_.parked_count(),
+        cut ? ", " + std::to_string(work.plan.unexamined.size()) + " not reached within the budget" : "",
         work.plan.starts.size() - changes.stale, changes.stale, work.plan.rejected.size(), b.updates.size(),
         changes.notes.size(), stats_.last_pass_seconds, stats_.last_snapshot_seconds,
         stats_.last_schedule_seconds, stats_.last_apply_seconds);
