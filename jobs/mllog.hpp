@@ -7,7 +7,8 @@
 // The format is the one mlperf_logging.mllog prints, so real framework code (PyTorch reference
 // implementations, NVIDIA's submissions) and railyard-train produce lines the same parser reads.
 // Nothing here throws: the parser reports malformed lines as errors, the writer never fails.
-// Depends on nlohmann_json and common/result.hpp only, so the agent can link it cheaply.
+// Depends on nlohmann_json and common/ (Result, and the JSON depth check in mllog.cpp) only, so the agent can
+// link it cheaply.
 #pragma once
 
 #include <chrono>
