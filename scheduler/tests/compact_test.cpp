@@ -38,6 +38,13 @@ void advance(Harness& h, int64_t now) {
   h.snapshot().now = now;
 }
 
+// Applies `last`, moves the clock to `now` (ending the jobs due) and plans again: the shell's next pass.
+Plan next_pass(Harness& h, const Plan& last, int64_t now) {
+  h.apply(last);
+  advance(h, now);
+  return h.plan();
+}
+
 std::set<NodeId> nodes_of(const Harness& h, const std::vector<GpuId>& gpus) {
   std::set<NodeId> out;
   for (GpuId g : gpus) out.insert(h.cluster().node_of(g));
@@ -101,13 +108,9 @@ TEST(CompactWait, AfterItsLongestWaitStartsOnTheBestPlacementThereIs) {
   Plan plan = h.plan();
   ASSERT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
   EXPECT_EQ(plan.wake_at, 70);
-  h.apply(plan);
-  advance(h, 69);
-  plan = h.plan();
+  plan = next_pass(h, plan, 69);
   EXPECT_EQ(Harness::find_start(plan, big), nullptr);
-  h.apply(plan);
-  advance(h, 70);
-  plan = h.plan();
+  plan = next_pass(h, plan, 70);
   const Placement* p = Harness::find_start(plan, big);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->leaves_spanned, 2);
@@ -129,13 +132,9 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastTheShareOfItsLimitBoun
   EXPECT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(info->estimated_start, 82);
   EXPECT_EQ(plan.wake_at, 82);
-  h.apply(plan);
-  advance(h, 81);
-  plan = h.plan();
+  plan = next_pass(h, plan, 81);
   EXPECT_EQ(Harness::find_start(plan, big), nullptr);
-  h.apply(plan);
-  advance(h, 82);
-  plan = h.plan();
+  plan = next_pass(h, plan, 82);
   const Placement* p = Harness::find_start(plan, big);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->leaves_spanned, 2);
@@ -145,9 +144,9 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastTheShareOfItsLimitBoun
 TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastASetFreeingWithinTheShareIsTaken) {
   auto h = fragmented(60, 7 * 86400, 1, 1);  // one limit (3,600 s) of wait; the set frees at t=100
   const JobId big = h.submit(spec_gpus(32, 3600), 10);
-  h.apply(h.plan());
-  advance(h, 100);
-  Plan plan = h.plan();
+  Plan plan = next_pass(h, h.plan(), 90);
+  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  plan = next_pass(h, plan, 100);
   const Placement* p = Harness::find_start(plan, big);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->leaves_spanned, 1);
@@ -159,9 +158,9 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobWithoutALimitWaits
   Plan plan = h.plan();
   EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
   EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
-  h.apply(plan);
-  advance(h, 100);
-  plan = h.plan();
+  plan = next_pass(h, plan, 90);  // past compact_wait_s (t=70): a job without a limit waits on
+  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  plan = next_pass(h, plan, 100);
   const Placement* p = Harness::find_start(plan, big);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->leaves_spanned, 1);
