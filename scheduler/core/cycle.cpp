@@ -337,8 +337,9 @@ class Pass {
     const bool budget = compact_reservations_ < cfg.reservation_depth;
     const int64_t limit = req.window.end >= kForever ? 0 : req.window.end - req.window.start;
     const int64_t longest = std::max(cfg.compact_wait_s, cfg.compact_wait_max_s);
-    const int64_t share = limit > 0 ? static_cast<int64_t>(cfg.compact_wait_share * static_cast<double>(limit)) : 0;
-    const int64_t shared = std::clamp(share, cfg.compact_wait_s, longest);
+    const double share = cfg.compact_wait_share * static_cast<double>(limit);  // clamped before the cast
+    const int64_t shared =
+        share >= static_cast<double>(longest) ? longest : std::max(cfg.compact_wait_s, static_cast<int64_t>(share));
     int64_t deadline = since + (budget ? longest : shared);
     if (s_.now >= deadline) return false;
     std::optional<FoundReservation> found;

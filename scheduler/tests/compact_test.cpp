@@ -152,6 +152,14 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastASetFreeingWithinTheSh
   EXPECT_EQ(p->leaves_spanned, 1);
 }
 
+TEST(CompactWait, ShareOfTheLimitIsCappedByTheLongestWait) {
+  for (double share : {1e6, 1e300}) {
+    auto h = fragmented(60, 7 * 86400, share, 1);
+    h.submit(spec_gpus(32, 3600), 10);
+    EXPECT_EQ(h.plan().wake_at, 10 + 7 * 86400) << share;
+  }
+}
+
 TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobWithoutALimitWaitsForItsReservation) {
   auto h = fragmented(60, 7 * 86400, 0.02, 1);
   const JobId big = h.submit(spec_gpus(32, 0), 10);  // no limit: no share of it to bound the wait
