@@ -79,7 +79,8 @@ class PassRunner {
   // The clock that paces and times passes; steady_clock by default. Called on the loop and on the executor.
   void set_monotonic_clock(Monotonic clock) { monotonic_ = std::move(clock); }
   void set_policy(const sched::PolicyConfig& policy) { policy_ = policy; }
-  // The longest schedule() may take, on the monotonic clock (0: no bound). See the header comment.
+  // The longest schedule() may take, on the monotonic clock (0: no bound). See the header comment. Read on
+  // the executor: set it before the first request (or, with a test's executor, between passes).
   void set_pass_budget(std::chrono::milliseconds budget) { budget_ = budget; }
 
   // Requests a pass (coalesced and paced; see the header comment).
