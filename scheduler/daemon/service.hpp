@@ -132,7 +132,7 @@ class Service {
     passes_.set_policy(policy);
     table_.unpark_all();  // parked jobs' reasons were written under the old one (`explain`)
   }
-  // The longest a pass's schedule() may take (0: no bound; PassRunner::set_pass_budget). Call before open().
+  // The longest a pass's schedule() may take (0: no bound; PassRunner::set_pass_budget, which says when).
   void set_pass_budget(std::chrono::milliseconds budget) { passes_.set_pass_budget(budget); }
 
   // Bearer tokens (Tokens).
