@@ -18,7 +18,7 @@ echo "|---|---|---|---|---|---|---|---|"
 for c in "${clusters[@]}"; do
   name=${c%%:*}; args=${c#*:}
   for w in philly synth; do
-    if [ "$w" = synth ]; then src=(--synth jobs=5000,seed=1); else src=("${philly[@]}"); fi
+    if [ "$w" = synth ]; then src=(--synth "jobs=5000,seed=1"); else src=("${philly[@]}"); fi
     for share in $shares; do
       for load in 0.5 0.8 1.0 1.2; do
         # shellcheck disable=SC2086
