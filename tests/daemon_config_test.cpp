@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <string>
 
@@ -30,96 +31,55 @@ class ConfigFile {
   std::string name_;
 };
 
+// A number key: `key: file_value` in the file is read into `field`; with the flag given, the flag's value
+// (`flag_value`, already in the config) stays; each of `bad` (JSON values) is refused with `message` and the
+// default kept.
+template <typename T>
+void expect_number_key(const std::string& key, T DaemonConfig::*field, const std::string& file_value, T expected,
+                       T flag_value, std::initializer_list<const char*> bad, const std::string& message) {
+  const ConfigFile merge("c.json");
+  const std::string good = "{\"" + key + "\": " + file_value + "}";
+  DaemonConfig c;
+  ASSERT_TRUE(merge(good, {}, c)) << good;
+  EXPECT_EQ(c.*field, expected) << key;
+  DaemonConfig flagged;
+  flagged.*field = flag_value;
+  ASSERT_TRUE(merge(good, {key}, flagged)) << good;
+  EXPECT_EQ(flagged.*field, flag_value) << key;
+  for (const char* value : bad) {
+    const std::string text = "{\"" + key + "\": " + value + "}";
+    DaemonConfig d;
+    auto s = merge(text, {}, d);
+    ASSERT_FALSE(s) << text;
+    EXPECT_NE(s.error().message.find(key + ": must be " + message), std::string::npos) << s.error().message;
+    EXPECT_EQ(d.*field, DaemonConfig{}.*field) << text;
+  }
+}
+
 TEST(DaemonConfig, LaunchTimeoutKeyIsReadValidatedAndLosesToTheFlag) {
   const ConfigFile merge("c.json");
   DaemonConfig c;
   EXPECT_EQ(c.launch_timeout_s, 120);
-  ASSERT_TRUE(merge(R"({"launch_timeout": 300})", {}, c));
-  EXPECT_EQ(c.launch_timeout_s, 300);
-  DaemonConfig flagged;
-  flagged.launch_timeout_s = 45;  // --launch-timeout 45 on the command line
-  ASSERT_TRUE(merge(R"({"launch_timeout": 300})", {"launch_timeout"}, flagged));
-  EXPECT_EQ(flagged.launch_timeout_s, 45);
-  for (const char* bad :
-       {R"({"launch_timeout": 0})", R"({"launch_timeout": -5})", R"({"launch_timeout": "60"})",
-        R"({"launch_timeout": 1.5})", R"({"launch_timeout": 86401})"}) {
-    DaemonConfig d;
-    auto s = merge(bad, {}, d);
-    ASSERT_FALSE(s) << bad;
-    EXPECT_NE(s.error().message.find("launch_timeout: must be an integer 1..86400 (seconds)"),
-              std::string::npos)
-        << s.error().message;
-    EXPECT_EQ(d.launch_timeout_s, 120);
-  }
+  expect_number_key("launch_timeout", &DaemonConfig::launch_timeout_s, "300", 300, 45,
+                    {"0", "-5", R"("60")", "1.5", "86401"}, "an integer 1..86400 (seconds)");
   auto unknown = merge(R"({"launch_timout": 60})", {}, c);
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message.find("launch_timeout"), std::string::npos)
       << "listed among the known keys";
 }
 
-// compact_wait_max: the longest compact wait on a reservation, 0..30 days, the flag winning.
-TEST(DaemonConfig, CompactWaitMaxKeyIsReadValidatedAndLosesToTheFlag) {
-  const ConfigFile merge("c.json");
-  DaemonConfig c;
-  EXPECT_EQ(c.compact_wait_max_s, sched::PolicyConfig{}.compact_wait_max_s) << "the core's default";
-  ASSERT_TRUE(merge(R"({"compact_wait_max": 43200})", {}, c));
-  EXPECT_EQ(c.compact_wait_max_s, 43200);
-  DaemonConfig flagged;
-  flagged.compact_wait_max_s = 3600;  // --compact-wait-max 3600 on the command line
-  ASSERT_TRUE(merge(R"({"compact_wait_max": 43200})", {"compact_wait_max"}, flagged));
-  EXPECT_EQ(flagged.compact_wait_max_s, 3600);
-  for (const char* bad : {R"({"compact_wait_max": -1})", R"({"compact_wait_max": "12h"})",
-                          R"({"compact_wait_max": 2592001})"}) {
-    DaemonConfig d;
-    auto s = merge(bad, {}, d);
-    ASSERT_FALSE(s) << bad;
-    EXPECT_NE(s.error().message.find("compact_wait_max: must be an integer 0..2592000 (seconds)"),
-              std::string::npos)
-        << s.error().message;
-    EXPECT_EQ(d.compact_wait_max_s, sched::PolicyConfig{}.compact_wait_max_s);
-  }
-}
-
-// compact_wait_share: how many time limits a compact wait that buys no speed may last, 0..1000.
-TEST(DaemonConfig, CompactWaitShareKeyIsReadValidatedAndLosesToTheFlag) {
-  const ConfigFile merge("c.json");
-  DaemonConfig c;
-  EXPECT_EQ(c.compact_wait_share, sched::PolicyConfig{}.compact_wait_share) << "the core's default";
-  ASSERT_TRUE(merge(R"({"compact_wait_share": 2.5})", {}, c));
-  EXPECT_EQ(c.compact_wait_share, 2.5);
-  DaemonConfig flagged;
-  flagged.compact_wait_share = 4;  // --compact-wait-share 4 on the command line
-  ASSERT_TRUE(merge(R"({"compact_wait_share": 2.5})", {"compact_wait_share"}, flagged));
-  EXPECT_EQ(flagged.compact_wait_share, 4);
-  for (const char* bad : {R"({"compact_wait_share": -0.5})", R"({"compact_wait_share": "12x"})",
-                          R"({"compact_wait_share": 1000.5})"}) {
-    DaemonConfig d;
-    auto s = merge(bad, {}, d);
-    ASSERT_FALSE(s) << bad;
-    EXPECT_NE(s.error().message.find("compact_wait_share: must be a number 0..1000"), std::string::npos)
-        << s.error().message;
-    EXPECT_EQ(d.compact_wait_share, sched::PolicyConfig{}.compact_wait_share);
-  }
-}
-
-// pass_budget_ms: how long a pass may take, 0..60000 ms (0: no bound), the flag winning.
-TEST(DaemonConfig, PassBudgetKeyIsReadValidatedAndLosesToTheFlag) {
-  const ConfigFile merge("c.json");
-  DaemonConfig c;
-  ASSERT_TRUE(merge(R"({"pass_budget_ms": 0})", {}, c));
-  EXPECT_EQ(c.pass_budget_ms, 0);
-  DaemonConfig flagged;
-  flagged.pass_budget_ms = 250;  // --pass-budget-ms 250
-  ASSERT_TRUE(merge(R"({"pass_budget_ms": 5000})", {"pass_budget_ms"}, flagged));
-  EXPECT_EQ(flagged.pass_budget_ms, 250);
-  for (const char* bad : {R"({"pass_budget_ms": -1})", R"({"pass_budget_ms": 60001})", R"({"pass_budget_ms": 1.5})"}) {
-    DaemonConfig d;
-    auto s = merge(bad, {}, d);
-    ASSERT_FALSE(s) << bad;
-    EXPECT_NE(s.error().message.find("pass_budget_ms: must be an integer 0..60000"), std::string::npos)
-        << s.error().message;
-    EXPECT_EQ(d.pass_budget_ms, DaemonConfig{}.pass_budget_ms);
-  }
+// compact_wait_max: the longest compact wait, 0..30 days; compact_wait_share: how many time limits a compact
+// wait that buys no speed may last, 0..1000; pass_budget_ms: how long a pass may take, 0..60000 ms (0: no
+// bound). The flags win.
+TEST(DaemonConfig, CompactWaitAndPassBudgetKeysAreReadValidatedAndLoseToTheFlags) {
+  EXPECT_EQ(DaemonConfig{}.compact_wait_max_s, sched::PolicyConfig{}.compact_wait_max_s) << "the core's default";
+  EXPECT_EQ(DaemonConfig{}.compact_wait_share, sched::PolicyConfig{}.compact_wait_share) << "the core's default";
+  expect_number_key("compact_wait_max", &DaemonConfig::compact_wait_max_s, "43200", 43200, 3600,
+                    {"-1", R"("12h")", "2592001"}, "an integer 0..2592000 (seconds)");
+  expect_number_key("compact_wait_share", &DaemonConfig::compact_wait_share, "2.5", 2.5, 4.0,
+                    {"-0.5", R"("12x")", "1000.5"}, "a number 0..1000");
+  expect_number_key("pass_budget_ms", &DaemonConfig::pass_budget_ms, "0", 0, 250, {"-1", "60001", "1.5"},
+                    "an integer 0..60000");
 }
 
 // What the daemon schedules with: the settings' compact wait, its cap and priority weights, in the policy.

@@ -1,8 +1,11 @@
 // A small builder for scheduler tests: owns specs, builds Snapshots, applies plans like a shell would.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <deque>
 #include <memory>
+#include <string>
 
 #include "scheduler/core/cycle.hpp"
 #include "topology/generator.hpp"
@@ -91,5 +94,40 @@ class Harness {
   Snapshot snap_;
   JobId next_id_ = 1;
 };
+
+// Every decision of two plans the same, in order: starts (GPUs, slices, nodes, victims), reservations,
+// pending jobs (reason, message, estimated start), rejections.
+inline void expect_same_plan(const Plan& a, const Plan& b, const std::string& where) {
+  ASSERT_EQ(a.starts.size(), b.starts.size()) << where;
+  for (size_t i = 0; i < a.starts.size(); ++i) {
+    const Placement &x = a.starts[i], &y = b.starts[i];
+    EXPECT_EQ(x.job, y.job) << where;
+    EXPECT_EQ(x.gpus, y.gpus) << where;
+    ASSERT_EQ(x.slices.size(), y.slices.size()) << where;
+    for (size_t j = 0; j < x.slices.size(); ++j) {
+      EXPECT_EQ(x.slices[j].gpu, y.slices[j].gpu) << where;
+      EXPECT_EQ(x.slices[j].first_slot, y.slices[j].first_slot) << where;
+    }
+    EXPECT_EQ(x.nodes, y.nodes) << where;
+    EXPECT_EQ(x.preempts, y.preempts) << where;
+    EXPECT_EQ(x.leaves_spanned, y.leaves_spanned) << where;
+    EXPECT_EQ(x.allreduce_s, y.allreduce_s) << where;
+  }
+  ASSERT_EQ(a.reservations.size(), b.reservations.size()) << where;
+  for (size_t i = 0; i < a.reservations.size(); ++i) {
+    EXPECT_EQ(a.reservations[i].job, b.reservations[i].job) << where;
+    EXPECT_EQ(a.reservations[i].start_time, b.reservations[i].start_time) << where;
+    EXPECT_EQ(a.reservations[i].gpus, b.reservations[i].gpus) << where;
+  }
+  ASSERT_EQ(a.pending.size(), b.pending.size()) << where;
+  for (size_t i = 0; i < a.pending.size(); ++i) {
+    EXPECT_EQ(a.pending[i].job, b.pending[i].job) << where;
+    EXPECT_EQ(a.pending[i].reason, b.pending[i].reason) << where;
+    EXPECT_EQ(a.pending[i].message, b.pending[i].message) << where;
+    EXPECT_EQ(a.pending[i].estimated_start, b.pending[i].estimated_start) << where;
+  }
+  ASSERT_EQ(a.rejected.size(), b.rejected.size()) << where;
+  for (size_t i = 0; i < a.rejected.size(); ++i) EXPECT_EQ(a.rejected[i].job, b.rejected[i].job) << where;
+}
 
 }  // namespace railyard::sched::testing

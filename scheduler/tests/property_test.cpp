@@ -11,6 +11,7 @@
 namespace railyard::sched {
 namespace {
 
+using testing::expect_same_plan;
 using testing::Harness;
 using testing::spec_gpus;
 
@@ -76,39 +77,6 @@ TEST(Property, NoGpuTwiceGangsWholeAndDeterministic) {
       EXPECT_EQ(a.starts.size() + a.pending.size() + a.rejected.size(), h.snapshot().pending.size()) << "seed " << seed;
     }
   }
-}
-
-void expect_same_plan(const Plan& a, const Plan& b, const std::string& where) {
-  ASSERT_EQ(a.starts.size(), b.starts.size()) << where;
-  for (size_t i = 0; i < a.starts.size(); ++i) {
-    const Placement &x = a.starts[i], &y = b.starts[i];
-    EXPECT_EQ(x.job, y.job) << where;
-    EXPECT_EQ(x.gpus, y.gpus) << where;
-    ASSERT_EQ(x.slices.size(), y.slices.size()) << where;
-    for (size_t j = 0; j < x.slices.size(); ++j) {
-      EXPECT_EQ(x.slices[j].gpu, y.slices[j].gpu) << where;
-      EXPECT_EQ(x.slices[j].first_slot, y.slices[j].first_slot) << where;
-    }
-    EXPECT_EQ(x.nodes, y.nodes) << where;
-    EXPECT_EQ(x.preempts, y.preempts) << where;
-    EXPECT_EQ(x.leaves_spanned, y.leaves_spanned) << where;
-    EXPECT_EQ(x.allreduce_s, y.allreduce_s) << where;
-  }
-  ASSERT_EQ(a.reservations.size(), b.reservations.size()) << where;
-  for (size_t i = 0; i < a.reservations.size(); ++i) {
-    EXPECT_EQ(a.reservations[i].job, b.reservations[i].job) << where;
-    EXPECT_EQ(a.reservations[i].start_time, b.reservations[i].start_time) << where;
-    EXPECT_EQ(a.reservations[i].gpus, b.reservations[i].gpus) << where;
-  }
-  ASSERT_EQ(a.pending.size(), b.pending.size()) << where;
-  for (size_t i = 0; i < a.pending.size(); ++i) {
-    EXPECT_EQ(a.pending[i].job, b.pending[i].job) << where;
-    EXPECT_EQ(a.pending[i].reason, b.pending[i].reason) << where;
-    EXPECT_EQ(a.pending[i].message, b.pending[i].message) << where;
-    EXPECT_EQ(a.pending[i].estimated_start, b.pending[i].estimated_start) << where;
-  }
-  ASSERT_EQ(a.rejected.size(), b.rejected.size()) << where;
-  for (size_t i = 0; i < a.rejected.size(); ++i) EXPECT_EQ(a.rejected[i].job, b.rejected[i].job) << where;
 }
 
 // The persistent Scheduler (the simulator's path) reuses its usage buffers across passes; its plans must

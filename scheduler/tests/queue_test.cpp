@@ -239,30 +239,13 @@ TEST(Queue, APassOutOfTimeStopsBetweenJobsAndListsTheRestInPriorityOrder) {
     EXPECT_EQ(cut.unexamined[i - reached], h.snapshot().pending[order[i]].id) << i;
 
   // The decisions for the jobs reached are the full pass's, in the same order.
-  auto reached_only = [&](auto items, auto id_of) {
-    std::erase_if(items, [&](const auto& x) { return !first.count(id_of(x)); });
-    return items;
-  };
-  const auto starts = reached_only(full.starts, [](const Placement& p) { return p.job; });
-  ASSERT_EQ(cut.starts.size(), starts.size());
-  for (size_t i = 0; i < starts.size(); ++i) {
-    EXPECT_EQ(cut.starts[i].job, starts[i].job);
-    EXPECT_EQ(cut.starts[i].gpus, starts[i].gpus);
-  }
-  const auto pending = reached_only(full.pending, [](const PendingInfo& p) { return p.job; });
-  ASSERT_EQ(cut.pending.size(), pending.size());
-  for (size_t i = 0; i < pending.size(); ++i) {
-    EXPECT_EQ(cut.pending[i].job, pending[i].job);
-    EXPECT_EQ(cut.pending[i].reason, pending[i].reason);
-    EXPECT_EQ(cut.pending[i].message, pending[i].message);
-    EXPECT_EQ(cut.pending[i].estimated_start, pending[i].estimated_start);
-  }
-  const auto reservations = reached_only(full.reservations, [](const Reservation& r) { return r.job; });
-  ASSERT_EQ(cut.reservations.size(), reservations.size());
-  for (size_t i = 0; i < reservations.size(); ++i) {
-    EXPECT_EQ(cut.reservations[i].job, reservations[i].job);
-    EXPECT_EQ(cut.reservations[i].gpus, reservations[i].gpus);
-  }
+  Plan reached_only = full;
+  auto not_reached = [&](const auto& x) { return !first.count(x.job); };
+  std::erase_if(reached_only.starts, not_reached);
+  std::erase_if(reached_only.reservations, not_reached);
+  std::erase_if(reached_only.pending, not_reached);
+  std::erase_if(reached_only.rejected, not_reached);
+  testing::expect_same_plan(reached_only, cut, "cut after " + std::to_string(reached));
   EXPECT_EQ(cut.starts.size() + cut.pending.size() + cut.rejected.size(), reached);
 
   asked = 0;
