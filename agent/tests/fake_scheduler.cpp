@@ -29,8 +29,8 @@ using asio::awaitable;
 using asio::use_awaitable;
 using nlohmann::json;
 
-namespace {
-
+// Not in an anonymous namespace: FakeScheduler::Impl holds these, and in a unity build GCC warns of a class
+// with a member of an internal type (-Wsubobject-linkage).
 struct AgentConn : std::enable_shared_from_this<AgentConn> {
   explicit AgentConn(beast::tcp_stream s) : ws(std::move(s)) {}
   websocket::stream<beast::tcp_stream> ws;
@@ -54,8 +54,6 @@ struct AgentConn : std::enable_shared_from_this<AgentConn> {
     });
   }
 };
-
-}  // namespace
 
 struct FakeScheduler::Impl {
   std::string secret;

@@ -31,6 +31,13 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
   return hex(out, len);
 }
 
+std::string sha256_hex(std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
+  return hex(out, len);
+}
+
 std::string register_mac(std::string_view secret, std::string_view challenge, std::string_view agent,
                          const std::vector<std::string>& nodes) {
   std::string text = std::string(challenge) + "\n" + std::string(agent) + "\n";

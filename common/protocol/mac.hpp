@@ -14,6 +14,8 @@ namespace railyard::protocol {
 
 // Lower-case hex HMAC-SHA256(key, data) (OpenSSL).
 std::string hmac_sha256_hex(std::string_view key, std::string_view data);
+// Lower-case hex SHA-256(data) (OpenSSL EVP); also what the scheduler's store keeps of a bearer token.
+std::string sha256_hex(std::string_view data);
 
 // The cluster-secret MAC of a `register`: HMAC(secret, challenge + "\n" + agent + "\n" + node names joined
 // by ",").

@@ -1,11 +1,9 @@
 #include "scheduler/daemon/tokens.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
-#include <array>
 #include <ctime>
+#include <stdexcept>
 
 namespace railyard::daemon {
 namespace {
@@ -19,30 +17,14 @@ std::string utc_text(int64_t seconds) {
   return buf;
 }
 
-std::string to_hex(const unsigned char* p, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kDigits[p[i] >> 4]);
-    out.push_back(kDigits[p[i] & 15]);
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<std::string> generate_token() {
-  std::array<unsigned char, 32> bytes{};
-  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) return internal_error("RAND_bytes failed");
-  return "ry_" + to_hex(bytes.data(), bytes.size());
-}
-
-std::string sha256_hex(std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
-  return to_hex(md.data(), len);
+  try {
+    return "ry_" + protocol::random_hex(32);
+  } catch (const std::runtime_error& e) {
+    return internal_error(e.what());
+  }
 }
 
 Result<Authenticated> Tokens::authenticate(const std::string& token) {

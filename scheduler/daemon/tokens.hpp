@@ -14,15 +14,16 @@
 #include <utility>
 #include <vector>
 
+#include "common/protocol/mac.hpp"
 #include "scheduler/daemon/caller.hpp"
 #include "scheduler/daemon/commit_pipeline.hpp"
 
 namespace railyard::daemon {
 
-// "ry_" followed by 64 hex digits from OpenSSL's RAND_bytes.
+// "ry_" followed by 64 hex digits from OpenSSL's RAND_bytes (protocol::random_hex).
 Result<std::string> generate_token();
-// Lower-case hex SHA-256 (OpenSSL EVP): what the store keeps of a token.
-std::string sha256_hex(std::string_view data);
+// What the store keeps of a token: its lower-case hex SHA-256.
+using protocol::sha256_hex;
 
 // What a bearer token stands for: the caller, or why it is refused (unknown, expired, revoked), which is
 // the message of a 401.
