@@ -271,9 +271,13 @@ class Pass {
     const FailMemo::Seen* seen = memo_.find(req);
     std::optional<Choice> choice;
     if (!seen && enough_free(req)) choice = place(usage_, req);
+    const bool may_preempt = spec.qos == jobs::Qos::kHigh && s_.config.preemption;
+    if (choice && may_preempt) {
+      if (auto pc = compact_by_preemption(req, *choice)) return start(job, req, std::move(pc->choice), pc->victims);
+    }
     if (choice && wait_for_compact(job, priority, req, *choice)) return;
     if (choice) return start(job, req, std::move(*choice), {});
-    if (spec.qos == jobs::Qos::kHigh && s_.config.preemption) {
+    if (may_preempt) {
       if (auto pc = plan_preemption(s_, usage_, req, gone_)) return start(job, req, std::move(pc->choice), pc->victims);
     }
     not_placed(job, priority, req, seen);
@@ -310,6 +314,24 @@ class Pass {
     return {c.leaves_spanned(nodes), c.min_leaves_for_nodes(static_cast<int>(nodes.size()))};
   }
 
+  bool compact_waits(const Request& req) const {
+    return s_.config.compact_wait_s > 0 && s_.config.placement == PolicyConfig::Placement::kTopology &&
+           req.shape.nodes > 1 && req.replicas == 1 && !req.is_mig();
+  }
+
+  // A high-QoS job whose best placement now spans more leaf groups than its minimum preempts scavenger jobs
+  // for a set on its minimum when there is one (the victims are chosen as for a job that does not fit at
+  // all: queue/preempt.hpp), instead of waiting for compactness or starting scattered. nullopt when no
+  // preemption makes it compact.
+  std::optional<PreemptionChoice> compact_by_preemption(const Request& req, const Choice& choice) const {
+    if (!compact_waits(req)) return std::nullopt;
+    const auto [spanned, needed] = leaves_of(choice.gpus);
+    if (spanned <= needed) return std::nullopt;
+    auto pc = plan_preemption(s_, usage_, req, gone_);
+    if (!pc || pc->victims.empty() || leaves_of(pc->choice.gpus).first > needed) return std::nullopt;
+    return pc;
+  }
+
   // The compactness wait (PolicyConfig::compact_wait_*). `choice` is the job's best placement now; when it
   // spans more leaf groups than the minimum, the job pends with kCompact and reserves the earliest node set
   // on its minimum (lower jobs backfill around it as around any reservation, so they keep out of that set
@@ -327,9 +349,7 @@ class Pass {
   // in every leaf group) starts now. True when the job waits.
   bool wait_for_compact(const PendingJob& job, double priority, Request& req, const Choice& choice) {
     const auto& cfg = s_.config;
-    if (cfg.compact_wait_s <= 0 || cfg.placement != PolicyConfig::Placement::kTopology ||
-        req.shape.nodes <= 1 || req.replicas != 1 || req.is_mig())
-      return false;
+    if (!compact_waits(req)) return false;
     const auto leaves = leaves_of(choice.gpus);  // not a structured binding: the lambda below captures it
     const int spanned = leaves.first, needed = leaves.second;
     if (spanned <= needed) return false;

@@ -18,15 +18,20 @@ using testing::spec_gpus;
 // until t=1000. Free now: 2,3 | 6,7 | 11 | 15, so a 4-node job fits now only on 2 leaf groups, and on one
 // (nodes 0-3) from t=100. Leaf uplinks 2:1 unless `oversubscription` says otherwise: across leaf groups a
 // job's allreduce is slower, so the wait buys it speed.
+// The jobs on the nodes of `scavenger` have QoS scavenger.
 Harness fragmented(int64_t compact_wait_s, int64_t compact_wait_max_s = 7 * 86400, double share = 0,
-                   double oversubscription = 2) {
+                   double oversubscription = 2, const std::set<NodeId>& scavenger = {}) {
   auto h = Harness::fat_tree(16, 4, "dgx-h100", oversubscription);
   h.snapshot().config.compact_wait_s = compact_wait_s;
   h.snapshot().config.compact_wait_max_s = compact_wait_max_s;
   h.snapshot().config.compact_wait_share = share;
   const std::pair<NodeId, int64_t> busy[] = {{0, 100},  {1, 100},   {4, 200},   {5, 200},   {8, 1000},
                                              {9, 1000}, {10, 1000}, {12, 1000}, {13, 1000}, {14, 1000}};
-  for (auto [n, end] : busy) h.run(spec_gpus(8, end), h.gpus_of(n, 0, 8), 0);
+  for (auto [n, end] : busy) {
+    jobs::JobSpec spec = spec_gpus(8, end);
+    if (scavenger.contains(n)) spec.qos = jobs::Qos::kScavenger;
+    h.run(spec, h.gpus_of(n, 0, 8), 0);
+  }
   h.snapshot().now = 10;
   return h;
 }
@@ -262,6 +267,55 @@ TEST(CompactWait, NoReachableCompactSetMeansNoWait) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->min_leaves, 2);
   EXPECT_EQ(p->leaves_spanned, 3);
+}
+
+// A high-QoS job does not wait for compactness while scavenger work stands on a compact set: it preempts
+// that work (requeued by the shell) and starts on its minimum now.
+TEST(CompactPreemption, AHighJobPreemptsScavengerWorkForASetOnItsMinimum) {
+  auto h = fragmented(300, 7 * 86400, 0, 2, {0, 1, 8});
+  jobs::JobSpec spec = spec_gpus(32, 3600);
+  spec.qos = jobs::Qos::kHigh;
+  const JobId high = h.submit(spec, 10);
+  const Plan plan = h.plan();
+  const Placement* p = Harness::find_start(plan, high);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 1);
+  EXPECT_EQ(std::set<NodeId>(p->nodes.begin(), p->nodes.end()), (std::set<NodeId>{0, 1, 2, 3}));
+  // The jobs on nodes 0 and 1 (ids 1 and 2), not the one on node 8 that the set does not need.
+  EXPECT_EQ(p->preempts, (std::vector<JobId>{1, 2}));
+}
+
+TEST(CompactPreemption, ANormalJobWaitsForTheSetInstead) {
+  auto h = fragmented(300, 7 * 86400, 0, 2, {0, 1});
+  const JobId normal = h.submit(spec_gpus(32, 3600), 10);
+  const Plan plan = h.plan();
+  EXPECT_TRUE(plan.starts.empty());
+  ASSERT_NE(Harness::find_pending(plan, normal), nullptr);
+  EXPECT_EQ(Harness::find_pending(plan, normal)->reason, PendingReason::kCompact);
+}
+
+TEST(CompactPreemption, NoVictimsWhenPreemptingCannotMakeTheJobCompact) {
+  // Only node 8's job is scavenger: without it leaf group 2 still holds nodes 9 and 10 busy, so no set on
+  // one leaf group comes of preempting, and the high job waits for the reservation like any other.
+  auto h = fragmented(300, 7 * 86400, 0, 2, {8});
+  jobs::JobSpec spec = spec_gpus(32, 3600);
+  spec.qos = jobs::Qos::kHigh;
+  const JobId high = h.submit(spec, 10);
+  const Plan plan = h.plan();
+  EXPECT_TRUE(plan.starts.empty());
+  ASSERT_NE(Harness::find_pending(plan, high), nullptr);
+  EXPECT_EQ(Harness::find_pending(plan, high)->reason, PendingReason::kCompact);
+  ASSERT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3}));
+}
+
+TEST(CompactPreemption, WithPreemptionOffTheHighJobWaits) {
+  auto h = fragmented(300, 7 * 86400, 0, 2, {0, 1});
+  h.snapshot().config.preemption = false;
+  jobs::JobSpec spec = spec_gpus(32, 3600);
+  spec.qos = jobs::Qos::kHigh;
+  h.submit(spec, 10);
+  EXPECT_TRUE(h.plan().starts.empty());
 }
 
 }  // namespace
