@@ -63,9 +63,10 @@ class CompactDaemon {
       timers.erase(it);
     }
   }
-  jobs::JobId submit(int gpus) {
+  jobs::JobId submit(int gpus, jobs::Qos qos = jobs::Qos::kNormal) {
     jobs::JobSpec spec;
     spec.gpus = gpus;
+    spec.qos = qos;
     spec.time_limit_s = 3600;
     EXPECT_TRUE(svc->prepare(spec, kAdmin));
     jobs::JobId id = 0;
@@ -174,6 +175,32 @@ TEST(DaemonCompactWait, ZeroStartsAtOnce) {
   const jobs::JobId two = d.submit(16);
   ASSERT_EQ(d.job(two).state, JobState::kStarting) << d.job(two).reason;
   EXPECT_EQ(d.job(two).leaves_spanned, 2);
+}
+
+// A high job preempts scavenger work for a set on its fewest leaf groups; the victim is requeued, says why,
+// and is still there after a restart, whose first pass starts it again on the node left free.
+TEST(DaemonCompactPreemption, TheVictimIsRequeuedWithItsReasonAndSurvivesARestart) {
+  testing::TempDir dir;
+  CompactDaemon d(dir);
+  sched::PolicyConfig policy;
+  policy.compact_wait_s = 300;
+  d.svc->set_policy(policy);
+  const jobs::JobId scavenger = d.submit(8, jobs::Qos::kScavenger);  // n1
+  ASSERT_EQ(d.job(scavenger).state, JobState::kStarting);
+  ASSERT_TRUE(d.svc->set_node_health("n4", sched::NodeHealth::kDrain, "test", CompactDaemon::kAdmin));
+  d.run();
+  // Free: n2 (leaf1) and n3 (leaf2); n1+n2 once the scavenger job is gone.
+  const jobs::JobId high = d.submit(16, jobs::Qos::kHigh);
+  ASSERT_EQ(d.job(high).state, JobState::kStarting) << d.job(high).reason;
+  EXPECT_EQ(d.job(high).leaves_spanned, 1);
+  EXPECT_EQ(d.job(scavenger).state, JobState::kPending);
+  EXPECT_EQ(d.job(scavenger).reason.rfind("preempted by job " + std::to_string(high) + "; requeued", 0), 0u)
+      << d.job(scavenger).reason;
+  d.reopen(policy);
+  EXPECT_EQ(d.job(high).state, JobState::kStarting);
+  EXPECT_EQ(d.job(high).nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(d.job(scavenger).state, JobState::kStarting) << d.job(scavenger).reason;
+  EXPECT_EQ(d.job(scavenger).nodes, std::vector<std::string>{"n3"});
 }
 
 }  // namespace
