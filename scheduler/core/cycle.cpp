@@ -233,6 +233,7 @@ class Pass {
       usage_.give(s_.running[v].gpus);
     }
     const int32_t owner = static_cast<int32_t>(s_.running.size() + plan_.starts.size());
+    ++epoch_;
     usage_.take(p.gpus, owner);
     for (const auto& sl : p.slices) usage_.take_slice(sl);
     for (int32_t v : victims) usage_.take(s_.running[v].gpus, v);  // the rest stays busy until they leave
@@ -270,7 +271,7 @@ class Pass {
     req.window = {s_.now, spec.time_limit_s > 0 ? s_.now + spec.time_limit_s : kForever};
     const FailMemo::Seen* seen = memo_.find(req);
     std::optional<Choice> choice;
-    if (!seen && enough_free(req)) choice = place(usage_, req);
+    if (!seen && enough_free(req)) choice = place_now(req);
     const bool may_preempt = spec.qos == jobs::Qos::kHigh && s_.config.preemption;
     if (choice && may_preempt) {
       if (auto pc = compact_by_preemption(req, *choice)) return start(job, req, std::move(pc->choice), pc->victims);
@@ -390,13 +391,46 @@ class Pass {
     if (!cfg.backfill) blocked_by_ = job.id;
     if (!found) return true;
     ++compact_reservations_;
-    const Window held{found->start_time, req.window.end >= kForever
-                                             ? kForever
-                                             : found->start_time + (req.window.end - req.window.start)};
-    usage_.reserve(found->gpus, held);
-    releases_.add(held.end, {}, {});
-    plan_.reservations.push_back({job.id, found->start_time, std::move(found->gpus)});
+    hold(job.id, req, std::move(*found));
     return true;
+  }
+
+  // Holds `found` for the job: its GPUs reserved for [start, start + time limit), a time for later searches
+  // to try at when it ends, and the plan's reservation.
+  void hold(JobId job, const Request& req, FoundReservation found) {
+    const Window held{found.start_time, req.window.end >= kForever
+                                            ? kForever
+                                            : found.start_time + (req.window.end - req.window.start)};
+    usage_.reserve(found.gpus, held);
+    ++epoch_;
+    reservation_starts_.insert(
+        std::upper_bound(reservation_starts_.begin(), reservation_starts_.end(), found.start_time), found.start_time);
+    releases_.add(held.end, {}, {});  // a time when later reservations may fit: after this one ends
+    plan_.reservations.push_back({job, found.start_time, std::move(found.gpus)});
+  }
+
+  // The placer for a job now (window [now, now + limit)), its answer reused (search_shortcuts) from an
+  // earlier job of this pass with the same request shape, while that is exact: the placer reads the usage,
+  // the shape, the eligible classes and the layout, and the window only through the reservations that
+  // overlap it. With no start since (epoch_) the usage is as it was (reservation searches undo what they
+  // release). With no reservation since (epoch_ too), the reservations are the same, all beginning at or
+  // after now, so as many of them beginning before the window's end is the same set overlapping it. A job
+  // placed now either starts or waits for compactness; the wait leaves the usage unchanged, so that is where
+  // a later job of the same shape finds the answer.
+  std::optional<Choice> place_now(const Request& req) {
+    const auto key = FailMemo::key_of(req);
+    if (!key || !s_.config.search_shortcuts || req.replicas != 1 ||
+        s_.config.placement != PolicyConfig::Placement::kTopology)
+      return place(usage_, req);
+    const auto overlapping = static_cast<size_t>(
+        std::lower_bound(reservation_starts_.begin(), reservation_starts_.end(), req.window.end) -
+        reservation_starts_.begin());
+    auto [it, added] = placed_.try_emplace(*key);
+    PlacedShape& p = it->second;
+    if (!added && p.epoch == epoch_ && p.overlapping == overlapping && p.per_node == req.shape.per_node)
+      return p.choice;
+    p = {epoch_, overlapping, req.shape.per_node, place(usage_, req)};
+    return p.choice;
   }
 
   // How much slower the cost model rates an allreduce on `scattered` than on `compact`; nullopt when it is
@@ -468,14 +502,10 @@ class Pass {
           undo_);
       if (found) {
         ++reservations_;
-        const Window held{found->start_time,
-                          req.window.end >= kForever ? kForever : found->start_time + (req.window.end - req.window.start)};
-        usage_.reserve(found->gpus, held);
-        releases_.add(held.end, {}, {});  // a time when later reservations may fit: after this one ends
         plan_.pending.back().estimated_start = found->start_time;
         if (s_.config.explain && reason == PendingReason::kResources)
           plan_.pending.back().message += "; reserved to start at t=" + std::to_string(found->start_time);
-        plan_.reservations.push_back({job.id, found->start_time, std::move(found->gpus)});
+        hold(job.id, req, std::move(*found));
       }
     }
     if (!s_.config.backfill) blocked_by_ = job.id;
@@ -490,6 +520,15 @@ class Pass {
   std::vector<char> gone_;
   Releases releases_;
   FailMemo memo_;
+  struct PlacedShape {
+    uint64_t epoch = 0;
+    size_t overlapping = 0;  // reservations beginning before the window's end
+    std::vector<int> per_node;
+    std::optional<Choice> choice;
+  };
+  std::unordered_map<FailMemo::Key, PlacedShape, FailMemo::KeyHash> placed_;  // place_now's answers
+  uint64_t epoch_ = 1;                     // changes with every start and reservation
+  std::vector<int64_t> reservation_starts_;  // of this pass's reservations, sorted
   std::unordered_map<std::string, int> user_used_, project_used_;
   int reservations_ = 0;
   int compact_reservations_ = 0;  // compact waits' reservations: a budget of their own (compact_reservation_depth)

@@ -89,8 +89,10 @@ struct PolicyConfig {
   int64_t compact_wait_s = 300;
   int64_t compact_wait_max_s = 7 * 24 * 3600;
   double compact_wait_share = 12;
-  // Exact shortcuts in reservation searches (a necessary-condition check before the placer); the plans are
-  // the same without them, which the simulator tests check by turning them off.
+  // Exact shortcuts: a necessary-condition check before the placer in compact reservation searches, and a
+  // placement reused for the next job of the same shape in a pass while nothing it reads changed. The plans
+  // are the same without them, which the scheduler's property tests and the simulator tests check by turning
+  // them off.
   bool search_shortcuts = true;
 };
 

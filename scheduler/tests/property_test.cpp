@@ -174,6 +174,40 @@ TEST(Property, ExplainChangesNoDecision) {
   EXPECT_GT(compact, 20) << "the workload must make jobs wait for compact placements";
 }
 
+// The search shortcuts (PolicyConfig::search_shortcuts: a count check before a compact reservation search,
+// and a placement reused for the next job of the same shape while nothing changed) make the same plans as
+// none: same starts on the same GPUs, reservations, reasons and estimated starts, through compact waits
+// begun in earlier steps. Few sizes and many jobs, so shapes repeat within a pass, among reservations.
+TEST(Property, SearchShortcutsChangeNoPlan) {
+  const int sizes[] = {8, 16, 16, 24, 32, 64};
+  int compact = 0, reserved = 0;
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    std::mt19937 rng(seed);
+    auto h = Harness::fat_tree(16, 4, "dgx-h100", seed % 2 == 0 ? 1.0 : 2.0);
+    h.snapshot().config.explain = false;
+    h.snapshot().config.compact_wait_share = 0.5 + static_cast<double>(rng() % 4);
+    for (int step = 0; step < 12; ++step) {
+      for (int added = static_cast<int>(rng() % 6); added > 0; --added)
+        h.submit(spec_gpus(sizes[rng() % 6], 60 + static_cast<int64_t>(rng() % 3000), "u" + std::to_string(rng() % 3)),
+                 h.snapshot().now);
+      const std::string where = "seed " + std::to_string(seed) + " step " + std::to_string(step);
+      h.snapshot().config.search_shortcuts = true;
+      const Plan quick = h.plan();
+      h.snapshot().config.search_shortcuts = false;
+      const Plan plain = h.plan();
+      expect_same_plan(quick, plain, where);
+      for (const auto& p : quick.pending) compact += p.reason == PendingReason::kCompact ? 1 : 0;
+      reserved += static_cast<int>(quick.reservations.size());
+      h.apply(quick);
+      auto& snap = h.snapshot();
+      snap.now += 30 + static_cast<int64_t>(rng() % 900);
+      std::erase_if(snap.running, [&](const RunningJob& r) { return r.expected_end() <= snap.now; });
+    }
+  }
+  EXPECT_GT(compact, 50) << "the workload must make jobs wait for compact placements";
+  EXPECT_GT(reserved, 50) << "and hold reservations that later jobs' windows overlap or not";
+}
+
 TEST(Property, BackfillNeverDelaysTheHeadReservation) {
   int checked = 0;
   for (uint32_t seed = 1; seed <= 150; ++seed) {
