@@ -31,7 +31,9 @@ class Isolation : public testing::LaunchFixture {
   void need_cgroups() {
     auto d = detect_cgroup_driver(CgroupSetup{});
     if (!d) GTEST_SKIP() << "no usable cgroup hierarchy: " << d.error().message;
-    auto probe = (*d)->create("probe-" + std::to_string(getpid()), ResourceLimits{64LL << 20}, GpuAccess{});
+    ResourceLimits limits;
+    limits.memory_bytes = 64LL << 20;
+    auto probe = (*d)->create("probe-" + std::to_string(getpid()), limits, GpuAccess{});
     if (!probe)
       GTEST_SKIP() << "cannot create a cgroup with (" << (*d)->describe() << "): " << probe.error().message;
     remove_cgroup(*probe);

@@ -148,7 +148,7 @@ TEST_F(Launch, AFailingAddedProcessFailsAHeldAllocation) {
   sup.hold(r);
   auto start = [&](int rank, const std::string& command) {
     auto p = spawn_process(
-        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, {}});
+        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, {}, std::nullopt});
     EXPECT_TRUE(p) << p.error().message;
     EXPECT_TRUE(sup.add_process("held", RankRecord{rank, p->pid, p->pgid, p->start_ticks, "", ""}));
   };
@@ -171,7 +171,8 @@ TEST_F(Launch, AdoptedStrangerReportsLostExitCode) {
                                        "/dev/null",
                                        "/dev/null",
                                        std::nullopt,
-                                       {}});
+                                       {},
+                                       std::nullopt});
   ASSERT_TRUE(shell) << shell.error().message;
   waitpid(shell->pid, nullptr, 0);  // the sleep is now an orphan, no longer ours
   const pid_t sleeper = std::stoi(read_file(pidfile));

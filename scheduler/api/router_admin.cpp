@@ -55,7 +55,10 @@ HttpResponse Router::token_create(Call& call) {
   if (!expires_text.empty()) {
     auto life = parse_lifetime(expires_text);
     if (!life) return error_response(life.error());
-    expires = *life ? std::optional<int64_t>(service_.now() + **life) : std::nullopt;
+    if (*life)
+      expires = service_.now() + **life;
+    else
+      expires.reset();  // "never"
   }
   auto made = service_.create_token(user, *role, expires, *call.who, call.audit_as(201));
   if (!made) return error_response(made.error());
