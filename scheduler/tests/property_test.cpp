@@ -2,8 +2,10 @@
 #include <deque>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 
 #include "scheduler/tests/harness.hpp"
@@ -133,6 +135,29 @@ TEST(Property, PersistentSchedulerPlansEqualFreshPasses) {
   }
 }
 
+// Thirty seeds of twelve steps on 16 nodes in 4 leaf groups (non-blocking on even seeds, 2:1 on odd ones),
+// where multi-node jobs wait for compact placements: each step submits fewer than `max_added` jobs of
+// `sizes`, takes the plan `step` returns (the place to compare two ways of planning the same snapshot),
+// applies it and moves the clock on, ending the jobs due.
+void compact_steps(std::span<const int> sizes, int max_added,
+                   const std::function<Plan(Harness&, const std::string& where)>& step) {
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    std::mt19937 rng(seed);
+    auto h = Harness::fat_tree(16, 4, "dgx-h100", seed % 2 == 0 ? 1.0 : 2.0);
+    h.snapshot().config.compact_wait_share = 0.5 + static_cast<double>(rng() % 4);
+    for (int i = 0; i < 12; ++i) {
+      for (int added = static_cast<int>(rng() % static_cast<uint32_t>(max_added)); added > 0; --added)
+        h.submit(spec_gpus(sizes[rng() % sizes.size()], 60 + static_cast<int64_t>(rng() % 3000),
+                           "u" + std::to_string(rng() % 3)),
+                 h.snapshot().now);
+      h.apply(step(h, "seed " + std::to_string(seed) + " step " + std::to_string(i)));
+      auto& snap = h.snapshot();
+      snap.now += 30 + static_cast<int64_t>(rng() % 900);
+      std::erase_if(snap.running, [&](const RunningJob& r) { return r.expected_end() <= snap.now; });
+    }
+  }
+}
+
 // Reason messages are optional (PolicyConfig::explain, off in the simulator), and so is asking the cost model
 // whether a compact wait buys speed while its answer cannot change the job's fate: with explain off a plan
 // has the same starts, reservations, reasons and estimated starts (only messages, whether "resources" is
@@ -141,36 +166,24 @@ TEST(Property, PersistentSchedulerPlansEqualFreshPasses) {
 TEST(Property, ExplainChangesNoDecision) {
   const int sizes[] = {8, 16, 16, 24, 32, 40};
   int compact = 0;
-  for (uint32_t seed = 1; seed <= 30; ++seed) {
-    std::mt19937 rng(seed);
-    auto h = Harness::fat_tree(16, 4, "dgx-h100", seed % 2 == 0 ? 1.0 : 2.0);
-    h.snapshot().config.compact_wait_share = 0.5 + static_cast<double>(rng() % 4);
-    for (int step = 0; step < 12; ++step) {
-      for (int added = static_cast<int>(rng() % 4); added > 0; --added)
-        h.submit(spec_gpus(sizes[rng() % 6], 60 + static_cast<int64_t>(rng() % 3000), "u" + std::to_string(rng() % 3)),
-                 h.snapshot().now);
-      const std::string where = "seed " + std::to_string(seed) + " step " + std::to_string(step);
-      h.snapshot().config.explain = true;
-      const Plan told = h.plan();
-      h.snapshot().config.explain = false;
-      Plan quiet = h.plan();
-      Plan told_quiet = told;
-      for (Plan* plan : {&quiet, &told_quiet}) {
-        for (auto& p : plan->pending) {
-          p.message.clear();
-          // Telling "reservation" (would fit, but not before a reservation) from "resources" takes one more
-          // placement, made only for the message.
-          if (p.reason == PendingReason::kReservation) p.reason = PendingReason::kResources;
-        }
+  compact_steps(sizes, 4, [&](Harness& h, const std::string& where) {
+    h.snapshot().config.explain = true;
+    const Plan told = h.plan();
+    h.snapshot().config.explain = false;
+    Plan quiet = h.plan();
+    Plan told_quiet = told;
+    for (Plan* plan : {&quiet, &told_quiet}) {
+      for (auto& p : plan->pending) {
+        p.message.clear();
+        // Telling "reservation" (would fit, but not before a reservation) from "resources" takes one more
+        // placement, made only for the message.
+        if (p.reason == PendingReason::kReservation) p.reason = PendingReason::kResources;
       }
-      expect_same_plan(told_quiet, quiet, where);
-      for (const auto& p : told.pending) compact += p.reason == PendingReason::kCompact ? 1 : 0;
-      h.apply(told);
-      auto& snap = h.snapshot();
-      snap.now += 30 + static_cast<int64_t>(rng() % 900);
-      std::erase_if(snap.running, [&](const RunningJob& r) { return r.expected_end() <= snap.now; });
     }
-  }
+    expect_same_plan(told_quiet, quiet, where);
+    for (const auto& p : told.pending) compact += p.reason == PendingReason::kCompact ? 1 : 0;
+    return told;
+  });
   EXPECT_GT(compact, 20) << "the workload must make jobs wait for compact placements";
 }
 
@@ -181,29 +194,16 @@ TEST(Property, ExplainChangesNoDecision) {
 TEST(Property, SearchShortcutsChangeNoPlan) {
   const int sizes[] = {8, 16, 16, 24, 32, 64};
   int compact = 0, reserved = 0;
-  for (uint32_t seed = 1; seed <= 30; ++seed) {
-    std::mt19937 rng(seed);
-    auto h = Harness::fat_tree(16, 4, "dgx-h100", seed % 2 == 0 ? 1.0 : 2.0);
+  compact_steps(sizes, 6, [&](Harness& h, const std::string& where) {
     h.snapshot().config.explain = false;
-    h.snapshot().config.compact_wait_share = 0.5 + static_cast<double>(rng() % 4);
-    for (int step = 0; step < 12; ++step) {
-      for (int added = static_cast<int>(rng() % 6); added > 0; --added)
-        h.submit(spec_gpus(sizes[rng() % 6], 60 + static_cast<int64_t>(rng() % 3000), "u" + std::to_string(rng() % 3)),
-                 h.snapshot().now);
-      const std::string where = "seed " + std::to_string(seed) + " step " + std::to_string(step);
-      h.snapshot().config.search_shortcuts = true;
-      const Plan quick = h.plan();
-      h.snapshot().config.search_shortcuts = false;
-      const Plan plain = h.plan();
-      expect_same_plan(quick, plain, where);
-      for (const auto& p : quick.pending) compact += p.reason == PendingReason::kCompact ? 1 : 0;
-      reserved += static_cast<int>(quick.reservations.size());
-      h.apply(quick);
-      auto& snap = h.snapshot();
-      snap.now += 30 + static_cast<int64_t>(rng() % 900);
-      std::erase_if(snap.running, [&](const RunningJob& r) { return r.expected_end() <= snap.now; });
-    }
-  }
+    h.snapshot().config.search_shortcuts = true;
+    const Plan quick = h.plan();
+    h.snapshot().config.search_shortcuts = false;
+    expect_same_plan(quick, h.plan(), where);
+    for (const auto& p : quick.pending) compact += p.reason == PendingReason::kCompact ? 1 : 0;
+    reserved += static_cast<int>(quick.reservations.size());
+    return quick;
+  });
   EXPECT_GT(compact, 50) << "the workload must make jobs wait for compact placements";
   EXPECT_GT(reserved, 50) << "and hold reservations that later jobs' windows overlap or not";
 }
