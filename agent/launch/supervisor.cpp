@@ -154,6 +154,13 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiv
     if (!e) return false;
   if (t.outcome && !t.killed && groups_alive()) return false;          // stragglers get until kill_at
   for (const auto& r : t.record.ranks) signal_group(r.pgid, SIGKILL);  // leftovers of a finished job
+  // A SIGKILLed process is gone only once it next runs (and a CUDA process only once its contexts are torn
+  // down): the allocation finishes, and its GPUs are given back, when the groups are empty, or after `grace`
+  // more for a member that does not die (uninterruptible sleep; its cgroup is then retried each poll).
+  if (groups_alive()) {
+    if (!t.empty_by) t.empty_by = now + options_.grace;
+    if (now < *t.empty_by) return false;
+  }
   AllocState state = t.outcome.value_or(t.any_lost ? AllocState::kLost : AllocState::kCompleted);
   const int code = state == AllocState::kFailed ? t.failing_code : t.first_code.value_or(t.any_lost ? -1 : 0);
   if ((state == AllocState::kFailed || state == AllocState::kLost) && cgroup_oom_kills(t.record.cgroups) > 0)

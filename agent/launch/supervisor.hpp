@@ -10,8 +10,10 @@
 // A FAILED allocation whose cgroup counts a kernel OOM kill ends OUT_OF_MEMORY instead: the job went past
 // its memory limit (a job that survives the kill of one of its processes and exits 0 still COMPLETES).
 // The group is read before it is removed, so the verdict holds for adopted allocations too.
-// AllocationFinished comes once every rank has exited and the groups are empty (or were SIGKILLed); the
-// state file is then removed. Destroying a Supervisor does not touch the processes.
+// AllocationFinished comes once every rank has exited and the groups are empty: what is left then gets
+// SIGKILL, and the allocation waits up to `grace` more for it to go (a process in uninterruptible sleep may
+// outlive that; it finishes anyway). The state file is then removed. Destroying a Supervisor does not touch
+// the processes.
 //
 // Adopted allocations (from recover()) are usually not our children: their ranks are polled with
 // kill(pid, 0) and their exit codes are unknown (RankExited::exit_code_lost; state LOST unless the agent
@@ -110,6 +112,7 @@ class Supervisor {
     std::optional<Clock::time_point> deadline;
     std::optional<Clock::time_point> kill_at;
     bool killed = false;
+    std::optional<Clock::time_point> empty_by;  // when the SIGKILLed leftovers must be gone by
     bool held = false;
     std::vector<bool> added;  // per rank: came through add_process()
   };
