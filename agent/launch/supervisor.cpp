@@ -154,9 +154,9 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiv
     if (!e) return false;
   if (t.outcome && !t.killed && groups_alive()) return false;          // stragglers get until kill_at
   for (const auto& r : t.record.ranks) signal_group(r.pgid, SIGKILL);  // leftovers of a finished job
-  // A SIGKILLed process is gone only once it next runs (and a CUDA process only once its contexts are torn
-  // down): the allocation finishes, and its GPUs are given back, when the groups are empty, or after `grace`
-  // more for a member that does not die (uninterruptible sleep; its cgroup is then retried each poll).
+  // A SIGKILLed process is gone only once it has run its exit, and its GPUs are free only then: the
+  // allocation finishes, and its GPUs are given back, when the groups are empty, or after `grace` more for a
+  // member that does not die (uninterruptible sleep; its cgroup is then retried each poll).
   if (groups_alive()) {
     if (!t.empty_by) t.empty_by = now + options_.grace;
     if (now < *t.empty_by) return false;
