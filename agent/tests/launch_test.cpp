@@ -97,6 +97,22 @@ TEST_F(Launch, CancelKillsWholeProcessGroups) {
   EXPECT_FALSE(sup.cancel("cancel"));  // gone
 }
 
+// Every rank exits 0 but leaves a background process in its group: the allocation COMPLETES, and only once
+// that process is gone (SIGKILL, then the group is empty), so its GPUs are free when the agent says so.
+TEST_F(Launch, ALeftoverBackgroundProcessIsGoneWhenTheAllocationFinishes) {
+  auto l = launcher();
+  auto started = l.launch(request("leftover", 2, "sleep 60 & exit 0"));
+  ASSERT_TRUE(started) << started.error().message;
+  auto sup = supervisor();
+  sup.add(started->record);
+  auto o = testing::run_until_finished(sup, 10s);
+  ASSERT_TRUE(o.finished);
+  EXPECT_EQ(o.finished->state, AllocState::kCompleted);
+  EXPECT_EQ(o.finished->exit_code, 0);
+  EXPECT_LT(o.elapsed, 5s);  // SIGKILL at once, not the grace period or the 60 s sleep
+  for (const auto& r : started->record.ranks) EXPECT_TRUE(group_members(r.pgid).empty()) << "rank " << r.rank;
+}
+
 TEST_F(Launch, TimeLimitKillsWithTimeout) {
   auto l = launcher();
   auto req = request("timeout", 2, "sleep 30");
