@@ -425,11 +425,10 @@ class Pass {
     const auto overlapping = static_cast<size_t>(
         std::lower_bound(reservation_starts_.begin(), reservation_starts_.end(), req.window.end) -
         reservation_starts_.begin());
-    auto [it, added] = placed_.try_emplace(*key);
+    auto [it, added] = placed_.try_emplace(*key);  // total and nodes fix GPUs per node (Shape::per_node)
     PlacedShape& p = it->second;
-    if (!added && p.epoch == epoch_ && p.overlapping == overlapping && p.per_node == req.shape.per_node)
-      return p.choice;
-    p = {epoch_, overlapping, req.shape.per_node, place(usage_, req)};
+    if (!added && p.epoch == epoch_ && p.overlapping == overlapping) return p.choice;
+    p = {epoch_, overlapping, place(usage_, req)};
     return p.choice;
   }
 
@@ -523,7 +522,6 @@ class Pass {
   struct PlacedShape {
     uint64_t epoch = 0;
     size_t overlapping = 0;  // reservations beginning before the window's end
-    std::vector<int> per_node;
     std::optional<Choice> choice;
   };
   std::unordered_map<FailMemo::Key, PlacedShape, FailMemo::KeyHash> placed_;  // place_now's answers

@@ -13,7 +13,7 @@ namespace railyard::sched {
 
 struct Shape {
   int nodes = 1;
-  std::vector<int> per_node;  // GPUs on each node, largest first; sums to total
+  std::vector<int> per_node;  // GPUs on each node, largest first, as even as can be: a function of total and nodes
   int total = 0;
   bool whole_nodes = false;   // every node's GPUs all taken
   int k_max() const { return per_node.empty() ? 0 : per_node.front(); }
