@@ -340,8 +340,9 @@ class Pass {
   // placeable only scattered (PendingJob::compact_wait_since):
   //   - with a compact reservation (within reservation_depth of them this pass) on which the cost model
   //     makes the job faster (its allreduce there > 0.5 % quicker than on `choice`), or for a job without a
-  //     time limit: until the reservation starts, which running jobs' limits bound, at most
-  //     compact_wait_max_s for a reservation that keeps moving back;
+  //     time limit, or for a job that fills its fewest leaf groups (fills_leaf_groups) when the reservation
+  //     starts within compact_wait_max_s of the wait's beginning: until the reservation starts, which
+  //     running jobs' limits bound, at most compact_wait_max_s for a reservation that keeps moving back;
   //   - otherwise (the fabric makes the scattered set as fast, or no reservation: past the budget, no
   //     search): compact_wait_share × its time limit, at least compact_wait_s, at most compact_wait_max_s.
   //     Such a wait only keeps leaf groups whole for later jobs, which a scattered job breaks for as long as
@@ -354,6 +355,7 @@ class Pass {
     const auto leaves = leaves_of(choice.gpus);  // not a structured binding: the lambda below captures it
     const int spanned = leaves.first, needed = leaves.second;
     if (spanned <= needed) return false;
+    const bool fills = fills_leaf_groups(req, needed);
     const int64_t since = job.compact_wait_since >= 0 ? job.compact_wait_since : s_.now;
     const bool budget = compact_reservations_ < cfg.reservation_depth;
     const int64_t limit = req.window.end >= kForever ? 0 : req.window.end - req.window.start;
@@ -365,6 +367,7 @@ class Pass {
     if (s_.now >= deadline) return false;
     std::optional<FoundReservation> found;
     std::optional<double> slower;  // the scattered set's allreduce over the compact one's, when > 1.005
+    bool drains = false;           // a job that fills its leaf groups waits for this set to drain
     if (budget) {
       auto compact = [&](const ClusterUsage& u, const Request& r) -> std::optional<Choice> {
         if (cfg.search_shortcuts && r.shape.whole_nodes && !u.whole_nodes_in_leaves(r.shape.nodes, needed))
@@ -375,16 +378,20 @@ class Pass {
       };
       found = find_reservation(releases_, usage_, req, s_.now, compact, undo_);
       if (!found) return false;
+      // A job that fills its leaf groups waits for a set freeing within the longest wait (by the running
+      // jobs' limits); a later one would only hold it back for nothing the cost model counts.
+      drains = fills && found->start_time <= deadline;
       // The cost model is asked when its answer can change what the job does (or a message wants it):
       // when the shorter wait is over, or ends before the reservation starts. Else the job waits for the
       // reservation either way, and is woken at the shorter wait's end to be asked then.
-      const bool matters = cfg.explain || (limit > 0 && std::max(s_.now, found->start_time) >= since + shared);
+      const bool matters =
+          cfg.explain || (!drains && limit > 0 && std::max(s_.now, found->start_time) >= since + shared);
       if (matters) slower = allreduce_ratio(choice.gpus, found->gpus);
-      if (!slower && limit > 0) deadline = since + shared;
+      if (!slower && !drains && limit > 0) deadline = since + shared;
       if (s_.now >= deadline) return false;
     }
     pend(job, priority, PendingReason::kCompact,
-         cfg.explain ? compact_message(req, spanned, needed, found, slower, deadline) : std::string());
+         cfg.explain ? compact_message(req, spanned, needed, drains, found, slower, deadline) : std::string());
     plan_.pending.back().estimated_start = found ? std::min(found->start_time, deadline) : deadline;
     plan_.pending.back().compact_since = since;
     plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
@@ -393,6 +400,15 @@ class Pass {
     ++compact_reservations_;
     hold(job.id, req, std::move(*found));
     return true;
+  }
+
+  // Whether the job's nodes fill the `needed` leaf groups it spans at the fewest, with no node to spare (a
+  // 32-node job on 32-node groups). Such a set exists only once whole groups drain, which under load takes
+  // as long as the longest job in them, far beyond a wait scaled by the job's own limit; and a scattered
+  // start keeps every group it touches from holding another such job while it runs. So these jobs wait
+  // for a compact reservation that frees within compact_wait_max_s whatever the cost model says.
+  bool fills_leaf_groups(const Request& req, int needed) const {
+    return s_.cluster->min_leaves_for_nodes(req.shape.nodes + 1) > needed;
   }
 
   // Holds `found` for the job: its GPUs reserved for [start, start + time limit), a time for later searches
@@ -444,8 +460,9 @@ class Pass {
 
   // "waiting 3 min for 4 nodes in 1 leaf group (su002), reserved from t=…; now: 3 leaf groups, allreduce
   // 1.8x slower; starts anyway at t=…" — what the wait buys, by the cost model, and until when.
-  std::string compact_message(const Request& req, int spanned, int needed, const std::optional<FoundReservation>& found,
-                              std::optional<double> slower, int64_t deadline) const {
+  std::string compact_message(const Request& req, int spanned, int needed, bool drains,
+                              const std::optional<FoundReservation>& found, std::optional<double> slower,
+                              int64_t deadline) const {
     const auto& c = *s_.cluster;
     std::string m = "waiting";
     if (found) m += " " + format_duration(found->start_time - s_.now);
@@ -465,6 +482,8 @@ class Pass {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%.2fx", *slower);
       m += std::string(", allreduce ") + ratio + " slower";
+    } else if (found && drains) {
+      m += ", as fast by the cost model (the job fills whole leaf groups: it waits for them to drain)";
     } else if (found) {
       m += ", as fast by the cost model (the wait keeps leaf groups whole)";
     }

@@ -79,7 +79,9 @@ struct PolicyConfig {
   // first found it placeable only that way (PendingJob::compact_wait_since); then it takes the best
   // placement there is. With a compact reservation (reservation_depth of them per pass, apart from the
   // ordinary ones) on which the cost model makes it faster, it waits until that reservation starts, at
-  // most compact_wait_max_s. Where the fabric makes the scattered placement as fast (a non-blocking tree),
+  // most compact_wait_max_s; so does a job that fills the leaf groups of its minimum (no node to spare) for
+  // a reservation starting within compact_wait_max_s. Where the fabric makes the scattered placement as
+  // fast (a non-blocking tree),
   // or without a reservation: compact_wait_share × its time limit, at least compact_wait_s, at most
   // compact_wait_max_s (a job without a limit: compact_wait_max_s with a reservation, compact_wait_s
   // without). compact_wait_s = 0 turns the wait off.

@@ -1,7 +1,8 @@
 // The compactness wait (PolicyConfig::compact_wait_*): a multi-node job that fits now only across more leaf
 // groups than its minimum waits, holding a reservation on a compact node set, until that set frees (at most
-// compact_wait_max_s) where the cost model makes it faster there; where the fabric makes the scattered set
-// as fast, or without a reservation, compact_wait_share × its limit, at least compact_wait_s.
+// compact_wait_max_s) where the cost model makes it faster there or where it fills its leaf groups; where the
+// fabric makes the scattered set as fast, or without a reservation, compact_wait_share × its limit, at least
+// compact_wait_s.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -123,11 +124,12 @@ TEST(CompactWait, AfterItsLongestWaitStartsOnTheBestPlacementThereIs) {
   EXPECT_FALSE(plan.wake_at.has_value());
 }
 
-// Non-blocking leaf uplinks: on 2 leaf groups the job's allreduce is as fast, so the reservation is held for
-// compact_wait_share × its limit, not until the set frees.
+// Non-blocking leaf uplinks: on 2 leaf groups the job's allreduce is as fast, so the reservation of a job
+// with a node to spare in its leaf group (3 of 4 nodes) is held for compact_wait_share × its limit, not
+// until the set frees.
 TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastTheShareOfItsLimitBoundsTheWait) {
   auto h = fragmented(60, 7 * 86400, 0.02, 1);  // 2 % of a 3,600 s limit: until t=10+72; the set frees at t=100
-  const JobId big = h.submit(spec_gpus(32, 3600), 10);
+  const JobId big = h.submit(spec_gpus(24, 3600), 10);
   Plan plan = h.plan();
   const PendingInfo* info = Harness::find_pending(plan, big);
   ASSERT_NE(info, nullptr);
@@ -146,9 +148,54 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastTheShareOfItsLimitBoun
   EXPECT_TRUE(plan.reservations.empty());
 }
 
+// A job that fills its leaf group waits for its reservation however little the share: a whole group drains
+// only while kept free, and a scattered start would keep two groups from holding such a job.
+TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobFillingItsLeafGroupWaitsForItsReservation) {
+  auto h = fragmented(60, 7 * 86400, 0.02, 1);  // the share alone would end the wait at t=82
+  const JobId whole = h.submit(spec_gpus(32, 3600), 10);  // 4 nodes: a whole leaf group
+  Plan plan = h.plan();
+  const PendingInfo* info = Harness::find_pending(plan, whole);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->reason, PendingReason::kCompact);
+  EXPECT_NE(info->message.find("as fast by the cost model (the job fills whole leaf groups"), std::string::npos)
+      << info->message;
+  EXPECT_EQ(info->estimated_start, 100);
+  EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
+  plan = next_pass(h, plan, 90);
+  info = Harness::find_pending(plan, whole);
+  ASSERT_NE(info, nullptr) << "started at t=90, before its compact set frees";
+  EXPECT_EQ(info->reason, PendingReason::kCompact);
+  plan = next_pass(h, plan, 100);
+  const Placement* p = Harness::find_start(plan, whole);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->leaves_spanned, 1);
+}
+
+// A job filling its leaf group does not wait for a compact set freeing only after the longest wait would end
+// (t=100 against 10 + 80): the share of its limit bounds the wait. Where the cost model makes the set
+// faster (the 2:1 tree) it waits the longest wait for it: running jobs often end before their limits.
+TEST(CompactWait, AJobFillingItsLeafGroupDoesNotWaitForASetFreeingAfterTheLongestWait) {
+  for (double oversubscription : {1.0, 2.0}) {
+    auto h = fragmented(20, 80, 0.01, oversubscription);  // the share: 1 % of 3,600 s, until t=10+36
+    const JobId whole = h.submit(spec_gpus(32, 3600), 10);
+    Plan plan = h.plan();
+    const PendingInfo* info = Harness::find_pending(plan, whole);
+    ASSERT_NE(info, nullptr) << oversubscription;
+    EXPECT_EQ(info->reason, PendingReason::kCompact) << oversubscription;
+    const int64_t end = oversubscription == 1 ? 46 : 90;
+    EXPECT_EQ(info->estimated_start, end) << oversubscription;
+    EXPECT_EQ(plan.wake_at, end) << oversubscription;
+    EXPECT_EQ(info->message.find("waits for them to drain"), std::string::npos) << info->message;
+    plan = next_pass(h, plan, end);
+    const Placement* p = Harness::find_start(plan, whole);
+    ASSERT_NE(p, nullptr) << oversubscription;
+    EXPECT_EQ(p->leaves_spanned, 2) << oversubscription;
+  }
+}
+
 TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastASetFreeingWithinTheShareIsTaken) {
   auto h = fragmented(60, 7 * 86400, 1, 1);  // one limit (3,600 s) of wait; the set frees at t=100
-  const JobId big = h.submit(spec_gpus(32, 3600), 10);
+  const JobId big = h.submit(spec_gpus(24, 3600), 10);
   Plan plan = next_pass(h, h.plan(), 90);
   EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
   plan = next_pass(h, plan, 100);
@@ -160,14 +207,14 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastASetFreeingWithinTheSh
 TEST(CompactWait, ShareOfTheLimitIsCappedByTheLongestWait) {
   for (double share : {1e6, 1e300}) {
     auto h = fragmented(60, 7 * 86400, share, 1);
-    h.submit(spec_gpus(32, 3600), 10);
+    h.submit(spec_gpus(24, 3600), 10);
     EXPECT_EQ(h.plan().wake_at, 10 + 7 * 86400) << share;
   }
 }
 
 TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobWithoutALimitWaitsForItsReservation) {
   auto h = fragmented(60, 7 * 86400, 0.02, 1);
-  const JobId big = h.submit(spec_gpus(32, 0), 10);  // no limit: no share of it to bound the wait
+  const JobId big = h.submit(spec_gpus(24, 0), 10);  // no limit: no share of it to bound the wait
   Plan plan = h.plan();
   EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
   EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
