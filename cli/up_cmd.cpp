@@ -51,18 +51,36 @@ struct UpOptions {
   int ha = 0;  // high availability: this many etcd members and schedulers (0: one scheduler, no etcd)
 };
 
-// A TCP port of 127.0.0.1 free now (bound to port 0 and released).
+// A TCP port of 127.0.0.1 free now, for a process started next to bind (etcd's ports, the schedulers' fixed
+// ports under --ha). Taken below the kernel's ephemeral range when there is room: a port from that range (what
+// binding port 0 gives) can become the local port of any outgoing connection on this host before the process
+// binds it, while one below it can only be taken by another listener.
 int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
+  auto bound = [](int want) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(want));
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+  };
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  const int lowest = std::max(10000, ephemeral_low - 10000);
+  if (ephemeral_low - lowest >= 1000) {
+    std::mt19937 rng(std::random_device{}());
+    std::uniform_int_distribution<int> pick(lowest, ephemeral_low - 1);
+    for (int i = 0; i < 100; ++i)
+      if (int port = bound(pick(rng))) return port;
+  }
+  const int port = bound(0);
   if (port == 0) fail(internal_error("no free port on 127.0.0.1"));
   return port;
 }

@@ -88,6 +88,20 @@ void Elector::lose(const std::string& why) {
   on_lost_(why);
 }
 
+// Puts <prefix>/members/<name> with the current lease unless that is done. Called every campaign and
+// keepalive round, so a put that failed (etcd slow or away for a moment) is retried rather than leaving this
+// instance out of the member list for as long as its lease lives.
+void Elector::register_member(EtcdClient& etcd) {
+  const int64_t lease = lease_.load();
+  if (lease == 0 || registered_.load() == lease) return;
+  const json me = {{"name", options_.name}, {"address", options_.address}, {"since_ms", started_ms_}};
+  if (auto s = etcd.put(member_key(), me.dump(), lease); !s) {
+    spdlog::warn("ha: registering as a member: {}", s.error().message);
+    return;
+  }
+  registered_ = lease;
+}
+
 Result<int64_t> Elector::campaign() {
   EtcdClient etcd(options_.endpoints, request_timeout(options_));
   const json me = {{"name", options_.name}, {"address", options_.address}, {"since_ms", started_ms_}};
@@ -103,13 +117,12 @@ Result<int64_t> Elector::campaign() {
       if (lease) {
         renewed_at_ns_ = sent;
         lease_ = *lease;
-        if (auto s = etcd.put(member_key(), me.dump(), *lease); !s)
-          spdlog::warn("ha: registering as a member: {}", s.error().message);
         if (!keepalive_.joinable()) keepalive_ = std::thread([this] { keepalive_loop(); });
       } else {
         spdlog::warn("ha: no lease from etcd yet: {}", lease.error().message);
       }
     }
+    register_member(etcd);
     if (const int64_t lease = lease_.load(); lease != 0) {
       json value = me;
       value["since_ms"] = wall_ms();
@@ -149,8 +162,8 @@ Result<int64_t> Elector::campaign() {
 void Elector::keepalive_loop() {
   EtcdClient etcd(options_.endpoints, request_timeout(options_));
   const milliseconds interval = std::max(milliseconds(200), milliseconds(options_.ttl_s * 1000 / 5));
-  const json me = {{"name", options_.name}, {"address", options_.address}, {"since_ms", started_ms_}};
   while (sleep_for(interval)) {
+    register_member(etcd);
     const int64_t lease = lease_.load();
     const int64_t sent = steady_ns();
     auto ttl = etcd.keepalive(lease);
@@ -168,7 +181,7 @@ void Elector::keepalive_loop() {
     if (!fresh) continue;
     renewed_at_ns_ = sent;
     lease_ = *fresh;
-    (void)etcd.put(member_key(), me.dump(), *fresh);
+    register_member(etcd);
   }
 }
 

@@ -4,7 +4,8 @@
 //   absent, with the lease" ──won──► leader, epoch = the revision of that put
 //                                 └─lost─► remember the holder (GET /api/v1/leader answers it), sleep `poll`
 //
-// The lease is renewed every TTL/5 from the start. Once leading, a watchdog compares a monotonic clock with
+// The member key is put again with every new lease, and retried each round until etcd takes it. The lease is
+// renewed every TTL/5 from the start. Once leading, a watchdog compares a monotonic clock with
 // the send time of the last keepalive etcd confirmed: at TTL − margin without one, `on_lost` runs, so the
 // leader stops acting before etcd could expire its lease and elect another (etcd counts the TTL from when it
 // received that keepalive, which is later). `on_lost` also runs when the leader key is gone or held by
@@ -31,6 +32,8 @@
 #include "common/result.hpp"
 
 namespace railyard::ha {
+
+class EtcdClient;
 
 struct ElectorOptions {
   std::vector<std::string> endpoints;  // etcd client URLs
@@ -77,6 +80,7 @@ class Elector {
   void keepalive_loop();
   void watchdog_loop();
   void observe_loop();  // once leading: the leader key is still ours; the member list
+  void register_member(EtcdClient& etcd);
   bool sleep_for(std::chrono::milliseconds d);  // false once stopping
   void lose(const std::string& why);
   std::string leader_key() const { return options_.prefix + "/leader"; }
@@ -86,6 +90,7 @@ class Elector {
   Lost on_lost_;
   int64_t started_ms_ = 0;
   std::atomic<int64_t> lease_{0};
+  std::atomic<int64_t> registered_{0};  // the lease the member key was last put with
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_{false};
   // steady_clock time (ns since its epoch) at which the last keepalive that etcd confirmed was sent.
