@@ -163,7 +163,6 @@ void Elector::keepalive_loop() {
   EtcdClient etcd(options_.endpoints, request_timeout(options_));
   const milliseconds interval = std::max(milliseconds(200), milliseconds(options_.ttl_s * 1000 / 5));
   while (sleep_for(interval)) {
-    register_member(etcd);
     const int64_t lease = lease_.load();
     const int64_t sent = steady_ns();
     auto ttl = etcd.keepalive(lease);
@@ -173,6 +172,7 @@ void Elector::keepalive_loop() {
     }
     if (*ttl > 0) {
       renewed_at_ns_ = sent;
+      register_member(etcd);  // after the keepalive, which it must not delay
       continue;
     }
     if (leading_.load()) return lose("the lease expired in etcd");
