@@ -81,10 +81,9 @@ struct PolicyConfig {
   // ordinary ones) on which the cost model makes it faster, it waits until that reservation starts, at
   // most compact_wait_max_s; so does a job that fills the leaf groups of its minimum (no node to spare) for
   // a reservation starting within compact_wait_max_s. Where the fabric makes the scattered placement as
-  // fast (a non-blocking tree),
-  // or without a reservation: compact_wait_share × its time limit, at least compact_wait_s, at most
-  // compact_wait_max_s (a job without a limit: compact_wait_max_s with a reservation, compact_wait_s
-  // without). compact_wait_s = 0 turns the wait off.
+  // fast (a non-blocking tree), or without a reservation: compact_wait_share × its time limit, at least
+  // compact_wait_s, at most compact_wait_max_s (a job without a limit: compact_wait_max_s with a
+  // reservation, compact_wait_s without). compact_wait_s = 0 turns the wait off.
   // Why wait at all where the allreduce is as fast: a scattered start breaks islands in every leaf group it
   // touches for as long as it runs, which is why the wait scales with the job's limit. The load sweeps in
   // bench/RESULTS.md ("Placement under contention", "The compact wait's share") measure the trade.

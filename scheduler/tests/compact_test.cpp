@@ -51,6 +51,16 @@ Plan next_pass(Harness& h, const Plan& last, int64_t now) {
   return h.plan();
 }
 
+// Whether `id` pends in `plan` waiting for compactness (a job that started or pends for another reason fails
+// the assertion with what it does instead, rather than ending the test binary on a null pointer).
+::testing::AssertionResult waits_compact(const Plan& plan, JobId id) {
+  const PendingInfo* info = Harness::find_pending(plan, id);
+  if (!info) return ::testing::AssertionFailure() << "job " << id << " is not pending";
+  if (info->reason != PendingReason::kCompact)
+    return ::testing::AssertionFailure() << "job " << id << " pends for another reason: " << info->message;
+  return ::testing::AssertionSuccess();
+}
+
 std::set<NodeId> nodes_of(const Harness& h, const std::vector<GpuId>& gpus) {
   std::set<NodeId> out;
   for (GpuId g : gpus) out.insert(h.cluster().node_of(g));
@@ -79,7 +89,7 @@ TEST(CompactWait, WaitsThenStartsOnItsMinimumWhenACompactSetFrees) {
 
   advance(h, 50);  // still fragmented: still waiting, on the clock started at t=10
   plan = h.plan();
-  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, big));
   EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
   h.apply(plan);
 
@@ -99,7 +109,7 @@ TEST(CompactWait, WithAReservationItWaitsPastCompactWaitUntilTheSetFrees) {
   advance(h, 70);
   Plan plan = h.plan();
   ASSERT_EQ(Harness::find_start(plan, big), nullptr);
-  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, big));
   h.apply(plan);
   advance(h, 100);
   plan = h.plan();
@@ -112,7 +122,7 @@ TEST(CompactWait, AfterItsLongestWaitStartsOnTheBestPlacementThereIs) {
   auto h = fragmented(60, 60);  // the compact set frees at t=100, after the wait ends at t=70
   const JobId big = h.submit(spec_gpus(32, 3600), 0);  // submitted earlier: the wait counts from t=10
   Plan plan = h.plan();
-  ASSERT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, big));
   EXPECT_EQ(plan.wake_at, 70);
   plan = next_pass(h, plan, 69);
   EXPECT_EQ(Harness::find_start(plan, big), nullptr);
@@ -162,9 +172,7 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobFillingItsLeafGrou
   EXPECT_EQ(info->estimated_start, 100);
   EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
   plan = next_pass(h, plan, 90);
-  info = Harness::find_pending(plan, whole);
-  ASSERT_NE(info, nullptr) << "started at t=90, before its compact set frees";
-  EXPECT_EQ(info->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, whole)) << "before its compact set frees";
   plan = next_pass(h, plan, 100);
   const Placement* p = Harness::find_start(plan, whole);
   ASSERT_NE(p, nullptr);
@@ -197,7 +205,7 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastASetFreeingWithinTheSh
   auto h = fragmented(60, 7 * 86400, 1, 1);  // one limit (3,600 s) of wait; the set frees at t=100
   const JobId big = h.submit(spec_gpus(24, 3600), 10);
   Plan plan = next_pass(h, h.plan(), 90);
-  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, big));
   plan = next_pass(h, plan, 100);
   const Placement* p = Harness::find_start(plan, big);
   ASSERT_NE(p, nullptr);
@@ -216,10 +224,10 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobWithoutALimitWaits
   auto h = fragmented(60, 7 * 86400, 0.02, 1);
   const JobId big = h.submit(spec_gpus(24, 0), 10);  // no limit: no share of it to bound the wait
   Plan plan = h.plan();
-  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, big));
   EXPECT_EQ(plan.wake_at, 10 + 7 * 86400);
   plan = next_pass(h, plan, 90);  // past compact_wait_s (t=70): a job without a limit waits on
-  EXPECT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, big));
   plan = next_pass(h, plan, 100);
   const Placement* p = Harness::find_start(plan, big);
   ASSERT_NE(p, nullptr);
@@ -244,7 +252,7 @@ TEST(CompactWait, TheReservationKeepsSmallJobsOffTheCompactSetButBackfillRunsAro
   for (int i = 0; i < 5; ++i) small.push_back(h.submit(spec_gpus(8, 3600), 10));  // end after t=100
   const JobId quick = h.submit(spec_gpus(8, 60), 10);  // ends at t=70, before the reservation starts
   Plan plan = h.plan();
-  ASSERT_EQ(Harness::find_pending(plan, big)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, big));
   ASSERT_FALSE(plan.reservations.empty());
   const std::set<NodeId> reserved = nodes_of(h, plan.reservations[0].gpus);
   int started = 0;
@@ -338,7 +346,7 @@ TEST(CompactPreemption, ANormalJobWaitsForTheSetInstead) {
   const Plan plan = h.plan();
   EXPECT_TRUE(plan.starts.empty());
   ASSERT_NE(Harness::find_pending(plan, normal), nullptr);
-  EXPECT_EQ(Harness::find_pending(plan, normal)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, normal));
 }
 
 TEST(CompactPreemption, NoVictimsWhenPreemptingCannotMakeTheJobCompact) {
@@ -351,7 +359,7 @@ TEST(CompactPreemption, NoVictimsWhenPreemptingCannotMakeTheJobCompact) {
   const Plan plan = h.plan();
   EXPECT_TRUE(plan.starts.empty());
   ASSERT_NE(Harness::find_pending(plan, high), nullptr);
-  EXPECT_EQ(Harness::find_pending(plan, high)->reason, PendingReason::kCompact);
+  ASSERT_TRUE(waits_compact(plan, high));
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3}));
 }
