@@ -61,6 +61,16 @@ Plan next_pass(Harness& h, const Plan& last, int64_t now) {
   return ::testing::AssertionSuccess();
 }
 
+// Whether `id` starts in `plan` on `leaves` leaf groups.
+::testing::AssertionResult starts_spanning(const Plan& plan, JobId id, int leaves) {
+  const Placement* p = Harness::find_start(plan, id);
+  if (!p) return ::testing::AssertionFailure() << "job " << id << " does not start";
+  if (p->leaves_spanned != leaves)
+    return ::testing::AssertionFailure() << "job " << id << " spans " << p->leaves_spanned << " leaf groups, not "
+                                         << leaves;
+  return ::testing::AssertionSuccess();
+}
+
 std::set<NodeId> nodes_of(const Harness& h, const std::vector<GpuId>& gpus) {
   std::set<NodeId> out;
   for (GpuId g : gpus) out.insert(h.cluster().node_of(g));
@@ -113,9 +123,7 @@ TEST(CompactWait, WithAReservationItWaitsPastCompactWaitUntilTheSetFrees) {
   h.apply(plan);
   advance(h, 100);
   plan = h.plan();
-  const Placement* p = Harness::find_start(plan, big);
-  ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->leaves_spanned, 1);
+  EXPECT_TRUE(starts_spanning(plan, big, 1));
 }
 
 TEST(CompactWait, AfterItsLongestWaitStartsOnTheBestPlacementThereIs) {
@@ -152,9 +160,7 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastTheShareOfItsLimitBoun
   plan = next_pass(h, plan, 81);
   EXPECT_EQ(Harness::find_start(plan, big), nullptr);
   plan = next_pass(h, plan, 82);
-  const Placement* p = Harness::find_start(plan, big);
-  ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->leaves_spanned, 2);
+  EXPECT_TRUE(starts_spanning(plan, big, 2));
   EXPECT_TRUE(plan.reservations.empty());
 }
 
@@ -174,9 +180,7 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobFillingItsLeafGrou
   plan = next_pass(h, plan, 90);
   ASSERT_TRUE(waits_compact(plan, whole)) << "before its compact set frees";
   plan = next_pass(h, plan, 100);
-  const Placement* p = Harness::find_start(plan, whole);
-  ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->leaves_spanned, 1);
+  EXPECT_TRUE(starts_spanning(plan, whole, 1));
 }
 
 // A job filling its leaf group does not wait for a compact set freeing only after the longest wait would end
@@ -195,9 +199,7 @@ TEST(CompactWait, AJobFillingItsLeafGroupDoesNotWaitForASetFreeingAfterTheLonges
     EXPECT_EQ(plan.wake_at, end) << oversubscription;
     EXPECT_EQ(info->message.find("waits for them to drain"), std::string::npos) << info->message;
     plan = next_pass(h, plan, end);
-    const Placement* p = Harness::find_start(plan, whole);
-    ASSERT_NE(p, nullptr) << oversubscription;
-    EXPECT_EQ(p->leaves_spanned, 2) << oversubscription;
+    EXPECT_TRUE(starts_spanning(plan, whole, 2)) << oversubscription;
   }
 }
 
@@ -207,9 +209,7 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastASetFreeingWithinTheSh
   Plan plan = next_pass(h, h.plan(), 90);
   ASSERT_TRUE(waits_compact(plan, big));
   plan = next_pass(h, plan, 100);
-  const Placement* p = Harness::find_start(plan, big);
-  ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->leaves_spanned, 1);
+  EXPECT_TRUE(starts_spanning(plan, big, 1));
 }
 
 TEST(CompactWait, ShareOfTheLimitIsCappedByTheLongestWait) {
@@ -229,18 +229,14 @@ TEST(CompactWait, WhereTheFabricMakesTheScatteredSetAsFastAJobWithoutALimitWaits
   plan = next_pass(h, plan, 90);  // past compact_wait_s (t=70): a job without a limit waits on
   ASSERT_TRUE(waits_compact(plan, big));
   plan = next_pass(h, plan, 100);
-  const Placement* p = Harness::find_start(plan, big);
-  ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->leaves_spanned, 1);
+  EXPECT_TRUE(starts_spanning(plan, big, 1));
 }
 
 TEST(CompactWait, ZeroTurnsItOff) {
   auto h = fragmented(0);
   const JobId big = h.submit(spec_gpus(32, 3600), 10);
   Plan plan = h.plan();
-  const Placement* p = Harness::find_start(plan, big);
-  ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->leaves_spanned, 2);
+  EXPECT_TRUE(starts_spanning(plan, big, 2));
   EXPECT_TRUE(plan.reservations.empty());
   EXPECT_FALSE(plan.wake_at.has_value());
 }
