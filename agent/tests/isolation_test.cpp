@@ -75,16 +75,13 @@ TEST_F(Isolation, JobPastItsMemoryLimitEndsOutOfMemory) {
 
 TEST_F(Isolation, JobUnderItsMemoryLimitCompletes) {
   need_cgroups();
-  auto l = launcher();
-  auto started = l.launch(with_memory(request("fits", 1, hog(8)), 128LL << 20));
-  ASSERT_TRUE(started) << started.error().message;
-  auto sup = supervisor();
-  sup.add(started->record);
-  auto o = testing::run_until_finished(sup, 30s);
+  auto run = launch_and_run(with_memory(request("fits", 1, hog(8)), 128LL << 20), 30s);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const auto& o = run.outcome;
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kCompleted);
   EXPECT_EQ(read_file(log("fits", 0)), "held " + std::to_string(8 << 20) + "\n");
-  EXPECT_TRUE(all_gone(started->record.cgroups));
+  EXPECT_TRUE(all_gone(run.record.cgroups));
 }
 
 TEST_F(Isolation, LimitIsInForceWhileTheJobRunsAndTheGroupGoesAfterwards) {
@@ -168,12 +165,9 @@ class AsUser : public Isolation {
 };
 
 TEST_F(AsUser, AllocationDirectoryAndFilesAreTheUsersAlone) {
-  auto l = launcher();
-  auto started = l.launch(as_nobody(request("private", 1, "echo secret > mine; stat -c %a mine")));
-  ASSERT_TRUE(started) << started.error().message;
-  auto sup = supervisor();
-  sup.add(started->record);
-  auto o = testing::run_until_finished(sup, 10s);
+  auto run = launch_and_run(as_nobody(request("private", 1, "echo secret > mine; stat -c %a mine")), 10s);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const auto& o = run.outcome;
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kCompleted);
   const fs::path dir = log("private", 0).parent_path();

@@ -71,6 +71,28 @@ class LaunchFixture : public ::testing::Test {
     return r;
   }
 
+  // One allocation launched and supervised until it finishes, at most `timeout`: its record and what the
+  // supervisor said. `error` says why it did not launch ("" when it did).
+  struct Run {
+    std::string error;
+    AllocRecord record;
+    Outcome outcome;
+  };
+  Run launch_and_run(const LaunchRequest& req, std::chrono::milliseconds timeout) const {
+    Run run;
+    auto l = launcher();
+    auto started = l.launch(req);
+    if (!started) {
+      run.error = started.error().message;
+      return run;
+    }
+    run.record = started->record;
+    auto sup = supervisor();
+    sup.add(started->record);
+    run.outcome = run_until_finished(sup, timeout);
+    return run;
+  }
+
   // The allocation's record is in the node's journal on disk (read as a restarted agent would).
   bool stored(const std::string& alloc) const {
     for (const auto& r : AllocStore::read(dir_.path()))

@@ -60,13 +60,10 @@ TEST_F(Launch, EnvRanksSeeTheirVariables) {
 }
 
 TEST_F(Launch, FailingRankTearsDownTheOthers) {
-  auto l = launcher();
-  auto started =
-      l.launch(request("fail", 4, "if [ $RANK = 2 ]; then echo bad >&2; exit 3; fi; exec sleep 30"));
-  ASSERT_TRUE(started) << started.error().message;
-  auto sup = supervisor();
-  sup.add(started->record);
-  auto o = testing::run_until_finished(sup, 10s);
+  auto run =
+      launch_and_run(request("fail", 4, "if [ $RANK = 2 ]; then echo bad >&2; exit 3; fi; exec sleep 30"), 10s);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const auto& o = run.outcome;
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kFailed);
   EXPECT_EQ(o.finished->exit_code, 3);
@@ -100,29 +97,23 @@ TEST_F(Launch, CancelKillsWholeProcessGroups) {
 // Every rank exits 0 but leaves a background process in its group: the allocation COMPLETES, and only once
 // that process is gone (SIGKILL, then the group is empty), so its GPUs are free when the agent says so.
 TEST_F(Launch, ALeftoverBackgroundProcessIsGoneWhenTheAllocationFinishes) {
-  auto l = launcher();
-  auto started = l.launch(request("leftover", 2, "sleep 60 & exit 0"));
-  ASSERT_TRUE(started) << started.error().message;
-  auto sup = supervisor();
-  sup.add(started->record);
-  auto o = testing::run_until_finished(sup, 10s);
+  auto run = launch_and_run(request("leftover", 2, "sleep 60 & exit 0"), 10s);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const auto& o = run.outcome;
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kCompleted);
   EXPECT_EQ(o.finished->exit_code, 0);
   EXPECT_LT(o.elapsed, 5s);  // SIGKILL at once, not the grace period or the 60 s sleep
-  for (const auto& r : started->record.ranks) EXPECT_TRUE(group_members(r.pgid).empty()) << "rank " << r.rank;
+  for (const auto& r : run.record.ranks) EXPECT_TRUE(group_members(r.pgid).empty()) << "rank " << r.rank;
 }
 
 TEST_F(Launch, TimeLimitKillsWithTimeout) {
-  auto l = launcher();
   auto req = request("timeout", 2, "sleep 30");
   req.time_limit = 500ms;
   const auto before_launch = std::chrono::steady_clock::now();
-  auto started = l.launch(req);
-  ASSERT_TRUE(started) << started.error().message;
-  auto sup = supervisor();
-  sup.add(started->record);
-  auto o = testing::run_until_finished(sup, 10s);
+  auto run = launch_and_run(req, 10s);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const auto& o = run.outcome;
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kTimeout);
   EXPECT_EQ(o.finished->exit_code, 128 + SIGTERM);
