@@ -6,13 +6,9 @@
 # Usage: bench/compact_share_sweep.sh [RAILYARD_BINARY] [SHARES]   (default build/release/cli/railyard, "4 8 12 16 24")
 set -euo pipefail
 cd "$(dirname "$0")/.."
-R=${1:-build/release/cli/railyard}
+. bench/lib/sim-clusters.sh "$@"
 shares=${2:-4 8 12 16 24}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-"$R" topo generate --preset dgx-h100-superpod --sus 4 -o "$tmp/pod.json" >/dev/null
 philly=(--trace ../shared/traces/philly_gavel.csv --user 6c71a0 --limit 2000 --scale-gpus 8)
-clusters=("pod:--cluster $tmp/pod.json" "oversub:--nodes 128 --leaf-size 16 --oversubscription 2")
 echo "| cluster | workload | share | load | min leaf span | mean JCT vs first-fit | mean bounded slowdown vs first-fit | p99 wait vs first-fit |"
 echo "|---|---|---|---|---|---|---|---|"
 for c in "${clusters[@]}"; do

@@ -7,11 +7,7 @@
 # Usage: bench/placement_samples.sh [RAILYARD_BINARY]   (default build/release/cli/railyard)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-R=${1:-build/release/cli/railyard}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-"$R" topo generate --preset dgx-h100-superpod --sus 4 -o "$tmp/pod.json" >/dev/null
-clusters=("pod:--cluster $tmp/pod.json" "oversub:--nodes 128 --leaf-size 16 --oversubscription 2")
+. bench/lib/sim-clusters.sh "$@"
 users=(11cb48 6214e9 6c71a0 b436b2 ee9e8c 0e4a51)
 
 # One run: prints "load span jct_ratio bsd_ratio p99_ratio" (ratios railyard / first-fit).

@@ -6,13 +6,9 @@
 # Usage: bench/placement_sweep.sh [RAILYARD_BINARY]   (default build/release/cli/railyard)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-R=${1:-build/release/cli/railyard}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-"$R" topo generate --preset dgx-h100-superpod --sus 4 -o "$tmp/pod.json" >/dev/null
+. bench/lib/sim-clusters.sh "$@"
 synth="jobs=5000,seed=1"
 philly=(--trace ../shared/traces/philly_gavel.csv --user 6c71a0 --limit 2000 --scale-gpus 8)
-clusters=("pod:--cluster $tmp/pod.json" "oversub:--nodes 128 --leaf-size 16 --oversubscription 2")
 for c in "${clusters[@]}"; do
   name=${c%%:*}; args=${c#*:}
   for w in synth philly; do
