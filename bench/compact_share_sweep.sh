@@ -8,17 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib/sim-clusters.sh "$@"
 shares=${2:-4 8 12 16 24}
-philly=(--trace ../shared/traces/philly_gavel.csv --user 6c71a0 --limit 2000 --scale-gpus 8)
 echo "| cluster | workload | share | load | min leaf span | mean JCT vs first-fit | mean bounded slowdown vs first-fit | p99 wait vs first-fit |"
 echo "|---|---|---|---|---|---|---|---|"
 for c in "${clusters[@]}"; do
   name=${c%%:*}; args=${c#*:}
   for w in philly synth; do
-    if [ "$w" = synth ]; then src=(--synth "jobs=5000,seed=1"); else src=("${philly[@]}"); fi
     for share in $shares; do
       for load in 0.5 0.8 1.0 1.2; do
+        workload "$w" "$load"
         # shellcheck disable=SC2086
-        "$R" sim $args "${src[@]}" --load "$load" --policy railyard,first-fit --compact-wait-share "$share" --json |
+        "$R" sim $args "${src[@]}" --policy railyard,first-fit --compact-wait-share "$share" --json |
           python3 -c '
 import json, sys
 d = json.load(sys.stdin)["policies"]

@@ -14,7 +14,7 @@ users=(11cb48 6214e9 6c71a0 b436b2 ee9e8c 0e4a51)
 run() {
   local load=$1
   shift
-  "$R" sim "$@" --load "$load" --policy railyard,first-fit --json | python3 -c '
+  "$R" sim "$@" --policy railyard,first-fit --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["policies"]
 r, f = d["railyard"], d["first-fit"]
@@ -31,11 +31,7 @@ for c in "${clusters[@]}"; do
     : >"$out"
     for load in 0.5 0.8 1.0 1.2; do
       for i in 0 1 2 3 4 5; do
-        if [ "$w" = synth ]; then
-          src=(--synth "jobs=5000,seed=$((i + 1))")
-        else
-          src=(--trace ../shared/traces/philly_gavel.csv --user "${users[$i]}" --limit 2000 --scale-gpus 8)
-        fi
+        if [ "$w" = synth ]; then workload synth "$load" $((i + 1)); else workload philly "$load" "${users[$i]}"; fi
         run "$load" "${args[@]}" "${src[@]}" >>"$out" &
         if (( i % 2 == 1 )); then wait; fi
       done

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cli/cli_util.hpp"
@@ -39,6 +40,7 @@ struct SimCmdOptions {
   std::vector<std::string> policies = sim::policy_names();
   int scale_gpus = 1;
   double load = 1.0;
+  std::optional<double> offered_load;  // --offered-load: submit times scaled to it
   int64_t limit = 0;
   std::string user;
   bool json = false;
@@ -74,6 +76,7 @@ sim::Trace load_trace(const SimCmdOptions& o, const topology::Cluster& cluster) 
   if (!o.synth.empty()) {
     if (o.scale_gpus != 1 || o.limit > 0 || !o.user.empty())
       fail_usage("--scale-gpus, --limit and --user apply to --trace only (--synth sets sizes and counts)");
+    if (o.offered_load) fail_usage("--offered-load applies to --trace only (--synth takes load=L)");
     auto spec = sim::parse_synth_spec(o.synth);
     if (!spec) fail_usage(spec.error().message);
     auto jobs = sim::synthesize(*spec, cluster.gpu_count());
@@ -99,6 +102,9 @@ sim::Trace load_trace(const SimCmdOptions& o, const topology::Cluster& cluster) 
     std::cerr << "railyard: ... and " << trace->problems.size() - shown << " more bad rows\n";
   if (trace->skipped_rows > 0) std::cerr << "railyard: skipped " << trace->skipped_rows << " bad rows\n";
   if (trace->jobs.empty()) fail_usage(o.trace + ": no jobs to simulate (after filters)");
+  if (o.offered_load)
+    if (auto divisor = sim::set_offered_load(trace->jobs, cluster.gpu_count(), *o.offered_load); !divisor)
+      fail_usage(o.trace + ": " + divisor.error().message);
   return std::move(trace).value();
 }
 
@@ -177,9 +183,15 @@ void print_header(const SimCmdOptions& o, const topology::Cluster& cluster, cons
             << "trace    " << (o.synth.empty() ? o.trace : "synthetic " + o.synth) << ": " << trace.jobs.size()
             << " jobs";
   if (!o.user.empty()) std::cout << " of user " << o.user;
-  std::cout << " (GPUs x" << o.scale_gpus << ", load x" << o.load;
+  std::cout << " (GPUs x" << o.scale_gpus;
+  if (!o.offered_load) std::cout << ", load x" << o.load;
   if (o.limit > 0) std::cout << ", first " << o.limit;
   std::cout << ", " << trace.skipped_rows << " rows skipped)\n";
+  if (auto load = sim::offered_load(trace.jobs, cluster.gpu_count())) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", *load);
+    std::cout << "load     offered " << text << " (GPU-seconds asked over the submit span, per GPU)\n";
+  }
   if (o.pass_interval_s > 0)
     std::cout << "passes   at most one per " << o.pass_interval_s << " s of virtual time\n";
   if (o.compact_wait_s > 0)
@@ -224,7 +236,10 @@ void run_sim(const SimCmdOptions& o) {
   if (!o.jobs_out.empty()) write_jobs_out(o.jobs_out, results);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (o.json) {
-    std::cout << sim::to_json(reports, wall).dump(2) << std::endl;
+    nlohmann::json out = sim::to_json(reports, wall);
+    const auto load = sim::offered_load(trace.jobs, cluster.gpu_count());
+    out["offered_load"] = load ? nlohmann::json(*load) : nlohmann::json(nullptr);
+    std::cout << out.dump(2) << std::endl;
     return;
   }
   print_header(o, cluster, trace);
@@ -255,7 +270,11 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
       ->check(CLI::IsMember(sim::policy_names()))
       ->capture_default_str();
   cmd.add_option("--scale-gpus", o.scale_gpus, "Multiply every job's GPU count")->capture_default_str();
-  cmd.add_option("--load", o.load, "Divide submit times by this (> 1: more load)")->capture_default_str();
+  auto* load = cmd.add_option("--load", o.load, "Divide submit times by this (> 1: more load)")->capture_default_str();
+  cmd.add_option("--offered-load", o.offered_load,
+                 "--trace: scale submit times so that the offered load (GPU-seconds asked over the submit span, "
+                 "per cluster GPU) is this")
+      ->excludes(load);
   cmd.add_option("--limit", o.limit, "Only the first N rows (after --user)");
   cmd.add_option("--user", o.user, "Only rows of this user (philly: a virtual cluster id)");
   cmd.add_flag("--json", o.json, "JSON on standard output instead of the table");

@@ -88,6 +88,44 @@ TEST_F(SimCli, JsonHasEveryFieldForEveryPolicy) {
   }
 }
 
+// --offered-load scales a trace's submit times to the load asked; the JSON reports the load simulated either
+// way, and the option is refused with --load or --synth.
+TEST_F(SimCli, OfferedLoadScalesSubmitTimesAndIsReported) {
+  const fs::path trace = write("t.csv", kTrace);
+  const fs::path jobs = dir_ / "jobs.csv";
+  const std::string base = "--nodes 4 --leaf-size 2 --trace " + trace.string() + " --policy first-fit --json";
+  CmdResult natural = run(base);
+  ASSERT_EQ(natural.code, 0) << natural.err;
+  // kTrace: 8*100 + 16*200 + 1*50 + 32*400 + 4*30 = 16970 GPU-s over 40 s on 32 GPUs
+  EXPECT_NEAR(nlohmann::json::parse(natural.out)["offered_load"].get<double>(), 16970.0 / (40 * 32), 1e-9);
+  CmdResult scaled = run(base + " --offered-load 2 --jobs-out " + jobs.string());
+  ASSERT_EQ(scaled.code, 0) << scaled.err;
+  EXPECT_NEAR(nlohmann::json::parse(scaled.out)["offered_load"].get<double>(), 2.0, 1e-9);
+  std::istringstream csv(slurp(jobs));
+  std::string line;
+  std::getline(csv, line);
+  std::map<std::string, double> submit;
+  while (std::getline(csv, line)) {
+    std::istringstream row(line);
+    std::string id, policy, at;
+    std::getline(row, id, ',');
+    std::getline(row, policy, ',');
+    std::getline(row, at, ',');
+    submit[id] = std::stod(at);
+  }
+  ASSERT_EQ(submit.size(), 5u);
+  EXPECT_NEAR(submit["d"], 30 / (2.0 / (16970.0 / 1280)), 1.0);  // divided by target / natural; written whole
+  EXPECT_EQ(run(base + " --offered-load 2 --load 3").code, 2);
+  for (const char* bad : {"0", "-1"}) {
+    CmdResult r = run(base + " --offered-load " + bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("positive"), std::string::npos) << r.err;
+  }
+  CmdResult synth = run("--nodes 4 --synth jobs=10 --offered-load 1");
+  EXPECT_EQ(synth.code, 2);
+  EXPECT_NE(synth.err.find("--synth takes load="), std::string::npos) << synth.err;
+}
+
 TEST_F(SimCli, TableAndJobsCsv) {
   const fs::path trace = write("t.csv", kTrace);
   const fs::path jobs = dir_ / "jobs.csv";

@@ -1,6 +1,7 @@
 // Trace reading and report arithmetic of the simulator (scheduler/sim).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "scheduler/sim/report.hpp"
@@ -125,6 +126,46 @@ TEST(SimTrace, DependencyArrayAndStatusColumnsInAnyOrder) {
   ASSERT_EQ(one.after.size(), 1u);
   EXPECT_EQ(one.after[0].row, 1u);
   EXPECT_EQ(one.after[0].task, 3);
+}
+
+// Offered load: GPU-seconds asked over the submit span, per cluster GPU; an array row counts every task.
+// set_offered_load divides submit times to reach a target and keeps their order.
+TEST(SimTrace, OfferedLoadCountsGpuSecondsOverTheSubmitSpan) {
+  std::istringstream in(
+      "job_id,submit_s,duration_s,num_gpus,user,array\n"
+      "a,100,50,2,u,\n"
+      "b,150,10,8,u,0-3\n"
+      "c,300,100,1,u,\n");
+  auto t = read_trace(in, {});
+  ASSERT_TRUE(t) << t.error().message;
+  // (2*50 + 8*10*4 + 1*100) GPU-s over 200 s on 16 GPUs
+  auto load = offered_load(t->jobs, 16);
+  ASSERT_TRUE(load);
+  EXPECT_DOUBLE_EQ(*load, 520.0 / (200.0 * 16));
+  auto divisor = set_offered_load(t->jobs, 16, 0.5);
+  ASSERT_TRUE(divisor) << divisor.error().message;
+  EXPECT_DOUBLE_EQ(*divisor, 0.5 / (520.0 / 3200.0));
+  EXPECT_DOUBLE_EQ(*offered_load(t->jobs, 16), 0.5);
+  EXPECT_DOUBLE_EQ(t->jobs[0].submit_s, 100 / *divisor);
+  EXPECT_LT(t->jobs[1].submit_s, t->jobs[2].submit_s);
+  EXPECT_DOUBLE_EQ(t->jobs[2].duration_s, 100);  // run times are the trace's
+}
+
+TEST(SimTrace, OfferedLoadNeedsASubmitSpanAndAPositiveTarget) {
+  auto same = read("a,5,10,1,u,x\nb,5,20,1,u,x\n");
+  ASSERT_TRUE(same);
+  EXPECT_FALSE(offered_load(same->jobs, 8));
+  auto none = set_offered_load(same->jobs, 8, 1.0);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("more than one time"), std::string::npos) << none.error().message;
+  EXPECT_DOUBLE_EQ(same->jobs[0].submit_s, 5);  // untouched
+  auto idle = read("a,0,0,1,u,x\nb,5,0,1,u,x\n");
+  ASSERT_TRUE(idle);
+  EXPECT_FALSE(set_offered_load(idle->jobs, 8, 1.0));
+  auto fine = read("a,0,10,1,u,x\nb,5,20,1,u,x\n");
+  ASSERT_TRUE(fine);
+  for (double bad : {0.0, -1.0, std::nan("")}) EXPECT_FALSE(set_offered_load(fine->jobs, 8, bad)) << bad;
+  EXPECT_DOUBLE_EQ(fine->jobs[1].submit_s, 5);
 }
 
 TEST(SimTrace, ADependencyOnALaterOrUnknownRowIsABadRow) {

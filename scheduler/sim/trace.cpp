@@ -248,4 +248,24 @@ Result<Trace> load_trace_file(const std::string& path, const TraceOptions& optio
   return trace;
 }
 
+std::optional<double> offered_load(const std::vector<TraceJob>& jobs, int64_t cluster_gpus) {
+  if (jobs.empty() || cluster_gpus <= 0) return std::nullopt;
+  const double span = jobs.back().submit_s - jobs.front().submit_s;
+  if (!(span > 0)) return std::nullopt;
+  double gpu_s = 0;
+  for (const TraceJob& job : jobs)
+    gpu_s += static_cast<double>(job.gpus) * job.duration_s * static_cast<double>(job.array ? job.array->size() : 1);
+  return gpu_s / (span * static_cast<double>(cluster_gpus));
+}
+
+Result<double> set_offered_load(std::vector<TraceJob>& jobs, int64_t cluster_gpus, double target) {
+  if (!(target > 0) || !std::isfinite(target)) return invalid("--offered-load must be a positive number");
+  const auto load = offered_load(jobs, cluster_gpus);
+  if (!load) return invalid("--offered-load needs jobs submitted at more than one time");
+  if (!(*load > 0)) return invalid("--offered-load needs jobs that run: every duration is 0");
+  const double divisor = target / *load;
+  for (TraceJob& job : jobs) job.submit_s /= divisor;
+  return divisor;
+}
+
 }  // namespace railyard::sim

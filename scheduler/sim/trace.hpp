@@ -62,4 +62,14 @@ Result<Trace> read_trace(std::istream& in, const TraceOptions& options);
 // As read_trace; an unreadable file is an error naming the path.
 Result<Trace> load_trace_file(const std::string& path, const TraceOptions& options);
 
+// The offered load of `jobs` (sorted by submit time) on `cluster_gpus` GPUs: the GPU-seconds they ask (an
+// array row: each of its tasks) over the time from the first submit to the last, per GPU. 1.0 keeps every
+// GPU busy on average, as `--synth load=1.0` does. nullopt when every job is submitted at the same time.
+std::optional<double> offered_load(const std::vector<TraceJob>& jobs, int64_t cluster_gpus);
+
+// Divides every submit time so that offered_load(jobs, cluster_gpus) becomes `target` (> 0), and returns the
+// divisor: `railyard sim --offered-load`. Errors (kInvalidArgument): a target that is not a positive number,
+// or jobs without a submit span (offered_load is nullopt).
+Result<double> set_offered_load(std::vector<TraceJob>& jobs, int64_t cluster_gpus, double target);
+
 }  // namespace railyard::sim
