@@ -279,7 +279,10 @@ class Pass {
     if (choice && wait_for_compact(job, priority, req, *choice)) return;
     if (choice) return start(job, req, std::move(*choice), {});
     if (may_preempt) {
-      if (auto pc = plan_preemption(s_, usage_, req, gone_)) return start(job, req, std::move(pc->choice), pc->victims);
+      if (auto pc = plan_preemption(s_, usage_, req, gone_)) {
+        if (wait_for_compact(job, priority, req, pc->choice)) return;
+        return start(job, req, std::move(pc->choice), pc->victims);
+      }
     }
     not_placed(job, priority, req, seen);
   }
@@ -333,10 +336,11 @@ class Pass {
     return pc;
   }
 
-  // The compactness wait (PolicyConfig::compact_wait_*). `choice` is the job's best placement now; when it
-  // spans more leaf groups than the minimum, the job pends with kCompact and reserves the earliest node set
-  // on its minimum (lower jobs backfill around it as around any reservation, so they keep out of that set
-  // unless they end before it starts). How long it may wait, counted from the first pass that found it
+  // The compactness wait (PolicyConfig::compact_wait_*). `choice` is the job's best placement now (for a
+  // high-QoS job that fits only by preempting, the one preemption gives it); when it spans more leaf groups
+  // than the minimum, the job pends with kCompact and reserves the earliest node set on its minimum (lower
+  // jobs backfill around it as around any reservation, so they keep out of that set unless they end before
+  // it starts). How long it may wait, counted from the first pass that found it
   // placeable only scattered (PendingJob::compact_wait_since):
   //   - with a compact reservation (within reservation_depth of them this pass) on which the cost model
   //     makes the job faster (its allreduce there > 0.5 % quicker than on `choice`), or for a job without a

@@ -360,6 +360,36 @@ TEST(CompactPreemption, NoVictimsWhenPreemptingCannotMakeTheJobCompact) {
   EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3}));
 }
 
+// A high-QoS job that does not fit without preemption, and whose preemption set is scattered, waits for
+// compactness as any job does, rather than preempting for the scattered set at once: 8 nodes, 6 free (two per
+// leaf group but group 2's and 3's), scavenger work on nodes 8 and 12; on 2 leaf groups from t=200.
+TEST(CompactPreemption, AHighJobWhosePreemptionSetIsScatteredWaitsForCompactness) {
+  auto h = fragmented(300, 7 * 86400, 0, 2, {8, 12});
+  jobs::JobSpec spec = spec_gpus(64, 3600);
+  spec.qos = jobs::Qos::kHigh;
+  const JobId high = h.submit(spec, 10);
+  const Plan plan = h.plan();
+  EXPECT_TRUE(plan.starts.empty());
+  ASSERT_TRUE(waits_compact(plan, high));
+  ASSERT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(plan.reservations[0].start_time, 200);
+  EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+// When that wait ends it preempts for the best placement there is.
+TEST(CompactPreemption, AfterItsWaitAHighJobPreemptsForTheScatteredSet) {
+  auto h = fragmented(30, 50, 0, 2, {8, 12});
+  jobs::JobSpec spec = spec_gpus(64, 3600);
+  spec.qos = jobs::Qos::kHigh;
+  const JobId high = h.submit(spec, 10);
+  const Plan first = h.plan();
+  ASSERT_TRUE(waits_compact(first, high));
+  const Plan later = next_pass(h, first, 60);
+  ASSERT_TRUE(starts_spanning(later, high, 4));
+  const Placement* p = Harness::find_start(later, high);
+  EXPECT_EQ(p->preempts.size(), 2u);
+}
+
 TEST(CompactPreemption, WithPreemptionOffTheHighJobWaits) {
   auto h = fragmented(300, 7 * 86400, 0, 2, {0, 1});
   h.snapshot().config.preemption = false;
