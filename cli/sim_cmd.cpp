@@ -51,6 +51,7 @@ struct SimCmdOptions {
   int64_t compact_wait_max_s = sched::PolicyConfig{}.compact_wait_max_s;
   double compact_wait_share = sched::PolicyConfig{}.compact_wait_share;
   std::string priority_weights;
+  bool no_preemption = false;
   bool progress = false;
   int threads = 1;
   sim::CommParams comm;
@@ -223,6 +224,7 @@ void run_sim(const SimCmdOptions& o) {
       p->config.compact_wait_max_s = o.compact_wait_max_s;
       p->config.compact_wait_share = o.compact_wait_share;
     }
+    if (o.no_preemption) p->config.preemption = false;
     if (auto s = sched::apply_priority_weights(o.priority_weights, p->config); !s)
       fail_usage("--priority-weights " + s.error().message);
     policies.push_back(std::move(p).value());
@@ -298,6 +300,8 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
       ->capture_default_str();
   cmd.add_option("--priority-weights", o.priority_weights,
                  "Multifactor weights to change, e.g. size=0 (keys qos, age, fairshare, size), as the daemon's");
+  cmd.add_flag("--no-preemption", o.no_preemption,
+               "High-QoS jobs never preempt scavenger ones (by default they do, to start or to start compact)");
   cmd.add_flag("--progress", o.progress, "Progress on stderr even when it is not a terminal");
   cmd.add_option("--threads", o.threads, "Policies simulated at once")->capture_default_str();
   cmd.add_option("--comm-share-node", o.comm.share_in_node, "Comm share of step time, 2..8 GPU jobs")

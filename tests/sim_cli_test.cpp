@@ -126,6 +126,27 @@ TEST_F(SimCli, OfferedLoadScalesSubmitTimesAndIsReported) {
   EXPECT_NE(synth.err.find("--synth takes load="), std::string::npos) << synth.err;
 }
 
+// A qos column reaches the core: a high job preempts scavenger work unless --no-preemption, and the per-job
+// CSV says each job's QoS and how often it was preempted.
+TEST_F(SimCli, QosColumnPreemptionAndNoPreemption) {
+  const fs::path trace = write("q.csv",
+                               "job_id,submit_s,duration_s,num_gpus,user,qos\n"
+                               "s1,0,100,16,u,scavenger\n"
+                               "s2,0,100,16,u,scavenger\n"
+                               "h,10,50,16,u,high\n");
+  const fs::path jobs = dir_ / "jobs.csv";
+  const std::string base = "--nodes 4 --leaf-size 2 --trace " + trace.string() + " --policy railyard --json";
+  CmdResult on = run(base + " --jobs-out " + jobs.string());
+  ASSERT_EQ(on.code, 0) << on.err;
+  EXPECT_EQ(nlohmann::json::parse(on.out)["policies"]["railyard"]["preemptions"], 1);
+  const std::string csv = slurp(jobs);
+  EXPECT_NE(csv.find(",high,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",scavenger,1\n"), std::string::npos) << csv;
+  CmdResult off = run(base + " --no-preemption");
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(nlohmann::json::parse(off.out)["policies"]["railyard"]["preemptions"], 0);
+}
+
 TEST_F(SimCli, TableAndJobsCsv) {
   const fs::path trace = write("t.csv", kTrace);
   const fs::path jobs = dir_ / "jobs.csv";
@@ -139,7 +160,8 @@ TEST_F(SimCli, TableAndJobsCsv) {
   std::istringstream csv(slurp(jobs));
   std::string line;
   std::getline(csv, line);
-  EXPECT_EQ(line, "job_id,policy,submit_s,start_s,end_s,gpus,nodes,leaves_spanned,min_leaves,comm_slowdown");
+  EXPECT_EQ(line,
+            "job_id,policy,submit_s,start_s,end_s,gpus,nodes,leaves_spanned,min_leaves,comm_slowdown,qos,preemptions");
   int rows = 0;
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, 10);

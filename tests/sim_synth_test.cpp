@@ -85,6 +85,42 @@ TEST(Synth, CsvReadsBackAsTheSameJobs) {
   }
 }
 
+// high / scavenger mark jobs above / up to 8 GPUs with their probability, from a generator of their own: the
+// jobs are those of the same spec without them, and the QoS reads back from the CSV.
+TEST(Synth, QosKeysMarkJobsAndChangeNothingElse) {
+  auto plain = synthesize(spec_of("jobs=2000,seed=4"), 1024);
+  auto marked = synthesize(spec_of("jobs=2000,seed=4,high=0.5,scavenger=1"), 1024);
+  ASSERT_TRUE(plain && marked);
+  int big = 0, high = 0;
+  for (size_t i = 0; i < plain->size(); ++i) {
+    const TraceJob &p = (*plain)[i], &m = (*marked)[i];
+    EXPECT_EQ(p.qos, jobs::Qos::kNormal);
+    ASSERT_EQ(m.gpus, p.gpus);
+    ASSERT_EQ(m.submit_s, p.submit_s);
+    ASSERT_EQ(m.duration_s, p.duration_s);
+    ASSERT_EQ(m.user, p.user);
+    if (m.gpus <= 8) {
+      EXPECT_EQ(m.qos, jobs::Qos::kScavenger) << m.job_id;
+    } else {
+      ++big;
+      EXPECT_NE(m.qos, jobs::Qos::kScavenger) << m.job_id;
+      high += m.qos == jobs::Qos::kHigh;
+    }
+  }
+  ASSERT_GT(big, 300);
+  EXPECT_NEAR(static_cast<double>(high) / big, 0.5, 0.1);
+  std::ostringstream out;
+  write_trace_csv(out, *marked);
+  std::istringstream in(out.str());
+  auto back = read_trace(in, {});
+  ASSERT_TRUE(back) << back.error().message;
+  for (size_t i = 0; i < marked->size(); ++i) EXPECT_EQ(back->jobs[i].qos, (*marked)[i].qos);
+  EXPECT_FALSE(parse_synth_spec("high=1.5"));
+  EXPECT_FALSE(parse_synth_spec("scavenger=-0.1"));
+  EXPECT_EQ(to_string(spec_of("high=0.25")).find("scavenger"), std::string::npos);
+  EXPECT_NE(to_string(spec_of("high=0.25")).find(",high=0.25"), std::string::npos);
+}
+
 TEST(Synth, BadSpecsSayWhatIsWrong) {
   const std::pair<const char*, const char*> cases[] = {
       {"jobs=0", "jobs"},        {"load=-1", "load"},           {"colour=red", "unknown key"},

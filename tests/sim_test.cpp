@@ -105,6 +105,29 @@ TEST(Simulator, JobWaitsUntilEnoughGpusAreFree) {
   EXPECT_DOUBLE_EQ(p.fragmentation, 0);
 }
 
+// A high-QoS job that arrives while scavenger jobs hold every GPU preempts them at once (a pass runs though
+// nothing fits by count), and each victim later finishes the work it had left.
+TEST(Simulator, AHighJobPreemptsScavengersOnAFullClusterAndTheyFinishTheirWork) {
+  const auto cluster = small_cluster();
+  std::vector<TraceJob> trace = {job("s1", 0, 100, 16), job("s2", 0, 100, 16), job("high", 10, 50, 16)};
+  trace[0].qos = trace[1].qos = jobs::Qos::kScavenger;
+  trace[2].qos = jobs::Qos::kHigh;
+  const SimResult r = simulate(cluster, trace, policy("railyard"), no_comm());
+  auto t = times(r, trace);
+  EXPECT_EQ(t["high"], (Times{10, 60}));
+  EXPECT_EQ(r.preemptions, 1);
+  const JobResult& victim = r.jobs[0].preemptions == 1 ? r.jobs[0] : r.jobs[1];
+  EXPECT_EQ(victim.preemptions, 1);
+  EXPECT_EQ(victim.first_start, 0);
+  EXPECT_EQ(victim.run_s, 100);  // 10 s before, the 90 s left after
+  EXPECT_EQ(victim.end, 150);    // back at 60, when the high job ends
+  EXPECT_EQ(victim.qos, jobs::Qos::kScavenger);
+  auto off = policy("railyard");
+  off.config.preemption = false;
+  auto waited = times(simulate(cluster, trace, off, no_comm()), trace);
+  EXPECT_EQ(waited["high"], (Times{100, 150}));
+}
+
 TEST(Simulator, PassIntervalBatchesArrivals) {
   const auto cluster = small_cluster();
   const std::vector<TraceJob> trace = {job("a", 1, 100, 8), job("b", 3, 100, 8)};

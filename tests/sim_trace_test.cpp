@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "scheduler/sim/report.hpp"
+#include "scheduler/sim/synth.hpp"
 #include "scheduler/sim/trace.hpp"
 
 namespace railyard::sim {
@@ -166,6 +167,56 @@ TEST(SimTrace, OfferedLoadNeedsASubmitSpanAndAPositiveTarget) {
   ASSERT_TRUE(fine);
   for (double bad : {0.0, -1.0, std::nan("")}) EXPECT_FALSE(set_offered_load(fine->jobs, 8, bad)) << bad;
   EXPECT_DOUBLE_EQ(fine->jobs[1].submit_s, 5);
+}
+
+TEST(SimTrace, QosColumnSetsEachJobsQosAndABadOneIsABadRow) {
+  std::istringstream in(
+      "job_id,submit_s,duration_s,num_gpus,user,qos\n"
+      "a,0,10,64,u,high\n"
+      "b,1,10,1,u,scavenger\n"
+      "c,2,10,1,u,\n"
+      "d,3,10,1,u,urgent\n");
+  auto t = read_trace(in, {});
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->jobs.size(), 3u);
+  EXPECT_EQ(t->jobs[0].qos, jobs::Qos::kHigh);
+  EXPECT_EQ(t->jobs[1].qos, jobs::Qos::kScavenger);
+  EXPECT_EQ(t->jobs[2].qos, jobs::Qos::kNormal);
+  ASSERT_EQ(t->problems.size(), 1u);
+  EXPECT_NE(t->problems[0].find("line 5: qos must be high, normal or scavenger"), std::string::npos)
+      << t->problems[0];
+}
+
+// --trace-out's writer: what it writes of a read trace reads back to the same jobs.
+TEST(SimTrace, WrittenTraceReadsBackWithStatusQosDependenciesAndArrays) {
+  std::istringstream in(
+      "job_id,submit_s,duration_s,num_gpus,user,array,dependency,status,qos\n"
+      "report,5,60,1,ada,,afterany:sweep;afternotok:prep,Pass,\n"
+      "prep,0,600,8,ada,,,FAILED,high\n"
+      "sweep,0,3600,8,ada,0-15%4,afterok:prep,,scavenger\n"
+      "one,6,10,1,ada,,afterok:sweep_3;aftercorr:sweep,killed,normal\n");
+  auto first = read_trace(in, {});
+  ASSERT_TRUE(first) << first.error().message;
+  std::ostringstream out;
+  write_trace_csv(out, first->jobs);
+  std::istringstream again(out.str());
+  auto second = read_trace(again, {});
+  ASSERT_TRUE(second) << second.error().message << "\n" << out.str();
+  ASSERT_EQ(second->jobs.size(), first->jobs.size());
+  for (size_t i = 0; i < first->jobs.size(); ++i) {
+    const TraceJob &a = first->jobs[i], &b = second->jobs[i];
+    EXPECT_EQ(b.job_id, a.job_id);
+    EXPECT_EQ(b.submit_s, a.submit_s);
+    EXPECT_EQ(b.fails, a.fails) << a.job_id;
+    EXPECT_EQ(b.qos, a.qos) << a.job_id;
+    EXPECT_EQ(b.array, a.array) << a.job_id;
+    ASSERT_EQ(b.after.size(), a.after.size()) << a.job_id;
+    for (size_t k = 0; k < a.after.size(); ++k) {
+      EXPECT_EQ(b.after[k].type, a.after[k].type);
+      EXPECT_EQ(b.after[k].row, a.after[k].row);
+      EXPECT_EQ(b.after[k].task, a.after[k].task);
+    }
+  }
 }
 
 TEST(SimTrace, ADependencyOnALaterOrUnknownRowIsABadRow) {

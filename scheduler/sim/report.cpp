@@ -185,7 +185,7 @@ nlohmann::json to_json(const std::vector<PolicyReport>& reports, double wall_sec
 }
 
 void write_jobs_csv_header(std::ostream& out) {
-  out << "job_id,policy,submit_s,start_s,end_s,gpus,nodes,leaves_spanned,min_leaves,comm_slowdown\n";
+  out << "job_id,policy,submit_s,start_s,end_s,gpus,nodes,leaves_spanned,min_leaves,comm_slowdown,qos,preemptions\n";
 }
 
 void write_jobs_csv(std::ostream& out, const SimResult& result) {
@@ -195,7 +195,7 @@ void write_jobs_csv(std::ostream& out, const SimResult& result) {
     out << ',';
     if (j.end >= 0) out << j.end;
     out << ',' << j.gpus << ',' << j.nodes << ',' << j.leaves_spanned << ',' << j.min_leaves << ','
-        << fixed(j.comm_slowdown, 6) << '\n';
+        << fixed(j.comm_slowdown, 6) << ',' << jobs::to_string(j.qos) << ',' << j.preemptions << '\n';
   }
 }
 

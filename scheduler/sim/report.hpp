@@ -47,8 +47,9 @@ nlohmann::json to_json(const PolicyReport& report);
 // {"policies": {name: {...}}, "wall_seconds": ...}
 nlohmann::json to_json(const std::vector<PolicyReport>& reports, double wall_seconds);
 
-// Header and one row per job (JobResult::name for job_id): job_id,policy,submit_s,start_s,end_s,gpus,nodes,leaves_spanned,min_leaves,
-// comm_slowdown (start_s / end_s empty when the job never started / ended).
+// Header and one row per job (JobResult::name for job_id): job_id,policy,submit_s,start_s,end_s,gpus,nodes,
+// leaves_spanned,min_leaves,comm_slowdown,qos,preemptions (start_s / end_s empty when the job never started /
+// ended; start_s is the first start, the placement columns are the last one's).
 void write_jobs_csv_header(std::ostream& out);
 void write_jobs_csv(std::ostream& out, const SimResult& result);
 

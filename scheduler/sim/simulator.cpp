@@ -51,13 +51,14 @@ class Simulator {
   void complete_due(int64_t t);
   void arrive_due(int64_t t);
   void pass(int64_t t);
-  // A pass can only start a job if some waiting job fits the free GPUs by count: trace jobs are normal QoS,
-  // so no preemption can make room; and it creates array tasks while an array is open. Skipping the others
-  // changes no start (only when a rejection is seen).
+  // A pass can only start a job if some waiting job fits the free GPUs by count, or a high-QoS job waits
+  // while scavenger jobs run (it may preempt them); and it creates array tasks while an array is open.
+  // Skipping the others changes no start (only when a rejection is seen).
   bool pass_can_start_something();
-  // The fewest GPUs a waiting job asks for (INT_MAX: none), recomputed when a pass or an end may have
-  // changed who waits.
+  // The fewest GPUs a waiting job asks for (INT_MAX: none), and whether a high-QoS job waits, recomputed
+  // when a pass or an end may have changed who waits.
   int min_waiting_gpus();
+  bool high_waiting();
   void start(const sched::Placement& p, int64_t t);
   void stop(JobId id, int64_t t);
   jobs::JobSpec spec_of(const TraceJob& row) const;
@@ -80,7 +81,9 @@ class Simulator {
   sched::FairShareLedger ledger_;
   int64_t busy_ = 0;
   int min_waiting_ = INT_MAX;
+  bool high_waiting_ = false;
   bool min_stale_ = false;
+  int64_t scavengers_running_ = 0;
   int64_t total_jobs_ = 0;                // results expected: rows, with an array's tasks
   int64_t last_time_ = 0;
   int64_t last_pass_ = -kNever;
@@ -118,7 +121,7 @@ jobs::JobSpec Simulator::spec_of(const TraceJob& t) const {
   s.user = t.user;
   s.project = t.user;
   s.kind = jobs::JobKind::kBatch;
-  s.qos = jobs::Qos::kNormal;
+  s.qos = t.qos;
   s.gpus = t.gpus;
   s.time_limit_s = ceil_seconds(std::ceil(t.duration_s) * comm_.allowance(t.gpus));
   s.array = t.array;
@@ -158,6 +161,7 @@ void Simulator::track(JobId id, size_t row) {
   j.submit = std::llround(t.submit_s);
   j.gpus = t.gpus;
   j.duration_s = t.duration_s;
+  j.qos = t.qos;
 }
 
 SimResult Simulator::run() {
@@ -200,14 +204,24 @@ int64_t Simulator::next_event_time() {
 int Simulator::min_waiting_gpus() {
   if (min_stale_) {
     min_waiting_ = INT_MAX;
-    for (const sched::PendingJob& p : vc_.table().pass_pending()) min_waiting_ = std::min(min_waiting_, p.spec->gpus);
+    high_waiting_ = false;
+    for (const sched::PendingJob& p : vc_.table().pass_pending()) {
+      min_waiting_ = std::min(min_waiting_, p.spec->gpus);
+      high_waiting_ = high_waiting_ || p.spec->qos == jobs::Qos::kHigh;
+    }
     min_stale_ = false;
   }
   return min_waiting_;
 }
 
+bool Simulator::high_waiting() {
+  min_waiting_gpus();
+  return high_waiting_;
+}
+
 bool Simulator::pass_can_start_something() {
   if (vc_.table().has_open_arrays()) return true;
+  if (scavengers_running_ > 0 && high_waiting()) return true;
   return min_waiting_gpus() <= result_.cluster_gpus - busy_;
 }
 
@@ -250,6 +264,7 @@ void Simulator::arrive_due(int64_t t) {
     row_job_.push_back(id);
     track(id, next_arrival_);
     min_waiting_ = std::min(min_waiting_, trace_[next_arrival_].gpus);
+    high_waiting_ = high_waiting_ || trace_[next_arrival_].qos == jobs::Qos::kHigh;
     ++next_arrival_;
     dirty_ = true;
   }
@@ -295,6 +310,7 @@ void Simulator::start(const sched::Placement& p, int64_t t) {
   const double stretch = comm_.stretch(gpus, placed);
   const int64_t run = ceil_seconds(r.remaining * stretch);
   busy_ += gpus;
+  scavengers_running_ += trace_[r.row].qos == jobs::Qos::kScavenger;
   r.gpus = gpus;
   account_gpus_[static_cast<size_t>(r.account)] += gpus;
   r.run_start = t;
@@ -312,6 +328,7 @@ void Simulator::start(const sched::Placement& p, int64_t t) {
 void Simulator::stop(JobId id, int64_t t) {
   Run& r = run_of(id);
   busy_ -= r.gpus;
+  scavengers_running_ -= trace_[r.row].qos == jobs::Qos::kScavenger;
   account_gpus_[static_cast<size_t>(r.account)] -= r.gpus;
   result_.jobs[static_cast<size_t>(r.result)].run_s += t - r.run_start;
   r.gpus = 0;

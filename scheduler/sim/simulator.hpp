@@ -54,6 +54,7 @@ struct JobResult {
   double duration_s = 0;       // the trace's duration (ideal run time)
   int64_t run_s = 0;           // virtual seconds spent running, all segments
   int preemptions = 0;
+  jobs::Qos qos = jobs::Qos::kNormal;
   bool rejected = false;  // the core said it can never run
 };
 

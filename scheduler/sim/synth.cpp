@@ -48,6 +48,8 @@ Status check(const SynthSpec& s) {
   if (!(s.median_s > 0) || !(s.sigma >= 0)) return invalid("synth: median must be above 0 and sigma >= 0");
   if (!(s.min_s >= 1) || !(s.max_s >= s.min_s)) return invalid("synth: need 1 <= min <= max");
   if (s.users < 1) return invalid("synth: users must be >= 1");
+  if (!(s.high >= 0 && s.high <= 1) || !(s.scavenger >= 0 && s.scavenger <= 1))
+    return invalid("synth: high and scavenger must be between 0 and 1");
   return ok();
 }
 
@@ -68,10 +70,11 @@ Result<SynthSpec> parse_synth_spec(std::string_view text) {
       spec.mix = std::move(mix).value();
       continue;
     }
-    static constexpr std::string_view kKeys[] = {"jobs", "load", "median", "sigma", "min", "max", "users", "seed"};
+    static constexpr std::string_view kKeys[] = {"jobs", "load",  "median", "sigma", "min",
+                                                 "max",  "users", "seed",   "high",  "scavenger"};
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
       return invalid("synth: unknown key \"" + std::string(key) +
-                     "\" (known: jobs, load, mix, median, sigma, min, max, users, seed)");
+                     "\" (known: jobs, load, mix, median, sigma, min, max, users, seed, high, scavenger)");
     double v = 0;
     if (!parse_number(value, v)) return invalid("synth: " + std::string(key) + " is not a number");
     if (key == "jobs") spec.jobs = static_cast<int64_t>(v);
@@ -81,6 +84,8 @@ Result<SynthSpec> parse_synth_spec(std::string_view text) {
     else if (key == "min") spec.min_s = v;
     else if (key == "max") spec.max_s = v;
     else if (key == "users") spec.users = static_cast<int>(v);
+    else if (key == "high") spec.high = v;
+    else if (key == "scavenger") spec.scavenger = v;
     else spec.seed = static_cast<uint64_t>(v);
   }
   if (auto s = check(spec); !s) return s.error();
@@ -100,9 +105,12 @@ std::string to_string(const SynthSpec& s) {
     mix += ':';
     mix += num(weight);
   }
-  return "jobs=" + std::to_string(s.jobs) + ",load=" + num(s.load) + ",mix=" + mix + ",median=" + num(s.median_s) +
-         ",sigma=" + num(s.sigma) + ",min=" + num(s.min_s) + ",max=" + num(s.max_s) +
-         ",users=" + std::to_string(s.users) + ",seed=" + std::to_string(s.seed);
+  std::string text = "jobs=" + std::to_string(s.jobs) + ",load=" + num(s.load) + ",mix=" + mix +
+                     ",median=" + num(s.median_s) + ",sigma=" + num(s.sigma) + ",min=" + num(s.min_s) +
+                     ",max=" + num(s.max_s) + ",users=" + std::to_string(s.users) + ",seed=" + std::to_string(s.seed);
+  if (s.high > 0) text += ",high=" + num(s.high);
+  if (s.scavenger > 0) text += ",scavenger=" + num(s.scavenger);
+  return text;
 }
 
 Result<std::vector<TraceJob>> synthesize(const SynthSpec& spec, int64_t cluster_gpus) {
@@ -138,6 +146,12 @@ Result<std::vector<TraceJob>> synthesize(const SynthSpec& spec, int64_t cluster_
     job.submit_s = std::round(t);
     t += -std::log(uniform(rng)) * mean_gap;
   }
+  std::mt19937_64 qos_rng(spec.seed ^ 0x9e3779b97f4a7c15ULL);
+  for (TraceJob& job : jobs) {
+    const double u = uniform(qos_rng);
+    if (job.gpus > 8 ? u < spec.high : u < spec.scavenger)
+      job.qos = job.gpus > 8 ? railyard::jobs::Qos::kHigh : railyard::jobs::Qos::kScavenger;
+  }
   return jobs;
 }
 
@@ -147,10 +161,17 @@ void write_trace_csv(std::ostream& out, const std::vector<TraceJob>& jobs) {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
     return std::string(buf, static_cast<size_t>(end - buf));
   };
-  out << "job_id,submit_s,duration_s,num_gpus,user,status\n";
-  for (const TraceJob& j : jobs)
-    out << j.job_id << ',' << num(j.submit_s) << ',' << num(j.duration_s) << ',' << j.gpus << ',' << j.user
-        << ",unknown\n";
+  out << "job_id,submit_s,duration_s,num_gpus,user,status,qos,dependency,array\n";
+  for (const TraceJob& j : jobs) {
+    out << j.job_id << ',' << num(j.submit_s) << ',' << num(j.duration_s) << ',' << j.gpus << ',' << j.user << ','
+        << (j.fails ? "failed" : "unknown") << ',' << railyard::jobs::to_string(j.qos) << ',';
+    for (size_t i = 0; i < j.after.size(); ++i) {
+      const TraceJob::After& a = j.after[i];
+      out << (i ? ";" : "") << railyard::jobs::to_string(a.type) << ':' << jobs[a.row].job_id;
+      if (a.task >= 0) out << '_' << a.task;
+    }
+    out << ',' << (j.array ? j.array->text() : "") << '\n';
+  }
 }
 
 }  // namespace railyard::sim

@@ -32,18 +32,25 @@ struct SynthSpec {
   double min_s = 60, max_s = 3 * 86400.0;
   int users = 16;
   uint64_t seed = 1;
+  // QoS: each job of more than 8 GPUs (more than a DGX node) is high with probability `high`, each job of 8 or
+  // fewer scavenger with probability `scavenger`; the others are normal. Drawn from a generator of their own,
+  // so the sizes, run times, users and arrivals are those of the same spec without them.
+  double high = 0, scavenger = 0;
 };
 
-// "jobs=100000,load=0.8,mix=1:30/8:50/64:20,median=3600,sigma=1.5,min=60,max=259200,users=16,seed=7";
-// every key optional (defaults above). Errors name the bad key or value.
+// "jobs=100000,load=0.8,mix=1:30/8:50/64:20,median=3600,sigma=1.5,min=60,max=259200,users=16,seed=7,
+// high=0.5,scavenger=0.5"; every key optional (defaults above). Errors name the bad key or value.
 Result<SynthSpec> parse_synth_spec(std::string_view text);
-// The spec back as text, keys in the order above (for headers and results pages).
+// The spec back as text, keys in the order above (for headers and results pages; high and scavenger only when
+// above 0).
 std::string to_string(const SynthSpec& spec);
 
 // A trace for a cluster of `cluster_gpus` GPUs; mix entries larger than the cluster are an error.
 Result<std::vector<TraceJob>> synthesize(const SynthSpec& spec, int64_t cluster_gpus);
 
-// Writes `jobs` as a trace CSV (the format read_trace reads back; duration and submit in seconds).
+// Writes `jobs` as a trace CSV that read_trace reads back to the same jobs (duration and submit in seconds;
+// status failed or unknown, QoS, dependencies by job_id, array). `jobs` is in submit order, as read_trace
+// and synthesize give it, so a dependency names an earlier row.
 void write_trace_csv(std::ostream& out, const std::vector<TraceJob>& jobs);
 
 }  // namespace railyard::sim

@@ -12,7 +12,7 @@
 namespace railyard::sim {
 namespace {
 
-constexpr std::string_view kHeader = "job_id,submit_s,duration_s,num_gpus,user[,status][,dependency][,array]";
+constexpr std::string_view kHeader = "job_id,submit_s,duration_s,num_gpus,user[,status][,qos][,dependency][,array]";
 constexpr std::string_view kRequired[] = {"job_id", "submit_s", "duration_s", "num_gpus", "user"};
 constexpr size_t kMaxDependencyRefs = 1000;  // names in one row's dependency column
 
@@ -49,7 +49,7 @@ std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\"";
 // Where the optional columns are (-1: absent), from the header.
 struct Columns {
   size_t count = 0;
-  int status = -1, dependency = -1, array = -1;
+  int status = -1, qos = -1, dependency = -1, array = -1;
 };
 
 Result<Columns> parse_header(std::string_view line) {
@@ -67,7 +67,11 @@ Result<Columns> parse_header(std::string_view line) {
       if (n != kRequired[i]) return bad("column " + std::to_string(i + 1) + " must be " + in_quotes(kRequired[i]));
       continue;
     }
-    int* slot = n == "status" ? &c.status : n == "dependency" ? &c.dependency : n == "array" ? &c.array : nullptr;
+    int* slot = n == "status"       ? &c.status
+                : n == "qos"        ? &c.qos
+                : n == "dependency" ? &c.dependency
+                : n == "array"      ? &c.array
+                                    : nullptr;
     if (!slot) return bad("unknown column " + in_quotes(n));
     if (*slot >= 0) return bad("column " + in_quotes(n) + " appears twice");
     *slot = static_cast<int>(i);
@@ -133,6 +137,11 @@ std::string parse_row(const std::vector<std::string_view>& f, const Columns& c, 
   std::string status(column(c.status));
   for (char& ch : status) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   job.fails = status == "failed" || status == "killed";
+  if (const std::string_view qos = column(c.qos); !qos.empty()) {
+    const auto parsed = jobs::parse_qos(qos);
+    if (!parsed) return "qos must be high, normal or scavenger (got " + in_quotes(qos) + ")";
+    job.qos = *parsed;
+  }
   if (const std::string_view a = column(c.array); !a.empty()) {
     auto spec = jobs::parse_array_spec(a);
     if (!spec) return "array: " + spec.error().message;

@@ -1,6 +1,6 @@
 // Job traces for the simulator: CSV with a header line naming its columns: `job_id,submit_s,duration_s,
 // num_gpus,user` and, optional, in any order after them, `status` (failed or killed, in any case: the job
-// ends FAILED; anything else: COMPLETED), `dependency` (Slurm's --dependency text with trace job_ids for job ids and `;` for `,`:
+// ends FAILED; anything else: COMPLETED), `qos` (high, normal or scavenger; empty: normal), `dependency` (Slurm's --dependency text with trace job_ids for job ids and `;` for `,`:
 // "afterok:prep_1;afterany:eval", "afterok:sweep_3" for the task with index 3 of array row "sweep",
 // "aftercorr:sweep") and `array` (Slurm's --array text: "0-99%8"; the row is an array of that many tasks,
 // each of the row's duration and GPUs). A dependency must name a row submitted before this one.
@@ -32,6 +32,7 @@ struct TraceJob {
   std::string user;
   int line = 0;  // 1-based line in the file (the header is line 1)
   bool fails = false;  // status failed or killed: ends FAILED (exit code 1) after its duration
+  jobs::Qos qos = jobs::Qos::kNormal;
   // A row it depends on (an index into Trace::jobs, always a smaller one), as its dependency column says.
   struct After {
     jobs::Dependency::Type type = jobs::Dependency::Type::kAfterOk;
