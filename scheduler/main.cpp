@@ -4,7 +4,7 @@
 //                      [--config FILE] [--web-root DIR] [--agent-secret-file PATH] [--node-keys]
 //                      [--heartbeat-timeout S]
 //                      [--reconcile-grace S] [--launch-timeout S] [--compact-wait S] [--compact-wait-max S]
-//                      [--compact-wait-share X] [--pass-budget-ms MS]
+//                      [--compact-wait-share X] [--pass-budget-ms MS] [--high-qos-users U,U...]
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
@@ -117,6 +117,9 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
   app.add_option("--priority-weights", config.priority_weights,
                  "multifactor priority weights to change, e.g. size=0,age=2000 (keys qos, age, fairshare, size; "
                  "defaults " + sched::priority_weights_text(defaults) + ")");
+  app.add_option("--high-qos-users", config.high_qos_users,
+                 "users who may submit QoS high besides admins (a high job goes before every normal one and may "
+                 "preempt scavenger jobs): \"alice,bob\", \"*\" for everyone; default: admins only");
   app.add_option("--tls-cert", config.tls_cert, "PEM certificate chain: serve HTTPS/WSS only (with --tls-key)");
   app.add_option("--tls-key", config.tls_key, "PEM private key of --tls-cert");
   app.add_option(
@@ -176,7 +179,8 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"max_connections", "--max-connections"},
                                                         {"header_timeout", "--header-timeout"},
                                                         {"unix_socket", "--unix-socket"},
-                                                        {"admin_group", "--admin-group"}};
+                                                        {"admin_group", "--admin-group"},
+                                                        {"high_qos_users", "--high-qos-users"}};
   for (const auto& [key, flag] : dashed)
     if (app.count(flag) > 0) given.insert(key);
   return given;

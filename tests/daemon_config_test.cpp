@@ -82,6 +82,22 @@ TEST(DaemonConfig, CompactWaitAndPassBudgetKeysAreReadValidatedAndLoseToTheFlags
                     "an integer 0..60000");
 }
 
+TEST(DaemonConfig, HighQosUsersKeyIsReadAndLosesToTheFlag) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  ASSERT_TRUE(merge(R"({"high_qos_users": "ada,bob"})", {}, c));
+  EXPECT_EQ(c.high_qos_users, "ada,bob");
+  DaemonConfig flagged;
+  flagged.high_qos_users = "*";
+  ASSERT_TRUE(merge(R"({"high_qos_users": "ada,bob"})", {"high_qos_users"}, flagged));
+  EXPECT_EQ(flagged.high_qos_users, "*");
+  DaemonConfig d;
+  auto bad = merge(R"({"high_qos_users": ["ada"]})", {}, d);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("high_qos_users: must be a string"), std::string::npos) << bad.error().message;
+  EXPECT_EQ(DaemonConfig{}.high_qos_users, "") << "admins only by default";
+}
+
 // What the daemon schedules with: the settings' compact wait, its cap and priority weights, in the policy.
 TEST(DaemonConfig, PolicyCarriesTheCompactWaitsAndTheWeights) {
   DaemonConfig c;

@@ -293,6 +293,43 @@ TEST(Service, SubmitsThatArriveTogetherShareOneCommitAndAreScheduled) {
   EXPECT_EQ(denied.error().code, ErrorCode::kPermission);
 }
 
+// QoS high (it goes before every normal job and may preempt scavenger ones) is for admins and the users
+// high_qos_users names; normal and scavenger are open to all.
+TEST(Service, QosHighIsForAdminsAndTheUsersTheSettingsName) {
+  TimedService t;
+  ASSERT_TRUE(t.svc && t.svc->open());
+  const daemon::Caller ada{"ada", store::Role::kUser}, bob{"bob", store::Role::kUser};
+  const daemon::Caller root{"root", store::Role::kAdmin};
+  auto with = [](jobs::Qos qos) {
+    jobs::JobSpec spec;
+    spec.gpus = 8;
+    spec.qos = qos;
+    return spec;
+  };
+  auto high = with(jobs::Qos::kHigh);
+  auto denied = t.svc->prepare(high, ada);
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().code, ErrorCode::kPermission);
+  EXPECT_NE(denied.error().message.find("qos high: user ada may not submit high-QoS jobs"), std::string::npos)
+      << denied.error().message;
+  for (auto qos : {jobs::Qos::kNormal, jobs::Qos::kScavenger}) {
+    auto spec = with(qos);
+    EXPECT_TRUE(t.svc->prepare(spec, ada));
+  }
+  auto as_admin = with(jobs::Qos::kHigh);
+  EXPECT_TRUE(t.svc->prepare(as_admin, root));
+  ASSERT_TRUE(t.svc->set_high_qos_users(" ada , carol"));
+  auto ada_high = with(jobs::Qos::kHigh), bob_high = with(jobs::Qos::kHigh);
+  EXPECT_TRUE(t.svc->prepare(ada_high, ada));
+  EXPECT_FALSE(t.svc->prepare(bob_high, bob));
+  ASSERT_TRUE(t.svc->set_high_qos_users("*"));
+  EXPECT_TRUE(t.svc->prepare(bob_high, bob));
+  EXPECT_FALSE(t.svc->set_high_qos_users("ada,,bob"));
+  ASSERT_TRUE(t.svc->set_high_qos_users(""));
+  auto again = with(jobs::Qos::kHigh);
+  EXPECT_FALSE(t.svc->prepare(again, ada));
+}
+
 // Idempotent submits (issue 30): a submit repeated with its key, before or after its commit and after a
 // restart on the same database, makes no second job and gets the first one's ids; keys are per user.
 TEST(Service, ASubmitRepeatedWithItsIdempotencyKeyGetsTheSameIds) {

@@ -70,7 +70,7 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
   Status s = railyard::ok();
   if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
       key == "agent_secret_file" || key == "tls_cert" || key == "tls_key" || key == "unix_socket" ||
-      key == "admin_group") {
+      key == "admin_group" || key == "high_qos_users") {
     s = want(v.is_string(), "a string");
     if (s && !is_given) {
       std::string& field = key == "listen"              ? c.listen
@@ -82,6 +82,7 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
                            : key == "tls_key"           ? c.tls_key
                            : key == "unix_socket"       ? c.unix_socket
                            : key == "admin_group"       ? c.admin_group
+                           : key == "high_qos_users"    ? c.high_qos_users
                                                         : c.preset;
       field = v.get<std::string>();
     }
@@ -139,7 +140,7 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
         "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, tls_cert, tls_key, submit_durability, max_connections, "
-        "header_timeout, unix_socket, admin_group)");
+        "header_timeout, unix_socket, admin_group, high_qos_users)");
   }
   return s;
 }

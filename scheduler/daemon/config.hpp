@@ -5,7 +5,8 @@
 //   "launch_timeout": 120, "compact_wait": 300, "compact_wait_max": 604800, "compact_wait_share": 12,
 //   "pass_budget_ms": 1000, "priority_weights": "size=0",
 //   "tls_cert": "...", "tls_key": "...", "submit_durability": "synced", "max_connections": 4096,
-//   "header_timeout": 10, "unix_socket": "/run/railyard.sock", "admin_group": "railyard-admins"});
+//   "header_timeout": 10, "unix_socket": "/run/railyard.sock", "admin_group": "railyard-admins",
+//   "high_qos_users": "alice,bob"});
 // a flag given on the command line wins over the file.
 #pragma once
 
@@ -53,6 +54,9 @@ struct DaemonConfig {
   // the group whose members are admins there ("" = only root and the scheduler's own user).
   std::string unix_socket;
   std::string admin_group;
+  // Who may submit QoS high besides admins: "alice,bob", "*" = everyone, "" = admins only
+  // (SubmitIntake::set_high_qos_users).
+  std::string high_qos_users;
   // High availability (issue 30; flags only): etcd client URLs, comma-separated ("" = no HA: today's single
   // scheduler); this instance's name; the URL clients reach it at ("" = http(s)://<listen>); the lease TTL.
   std::string ha_etcd;

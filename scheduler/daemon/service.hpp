@@ -132,6 +132,8 @@ class Service {
     passes_.set_policy(policy);
     table_.unpark_all();  // parked jobs' reasons were written under the old one (`explain`)
   }
+  // Who may submit QoS high besides admins (SubmitIntake::set_high_qos_users).
+  Status set_high_qos_users(std::string_view list) { return intake_.set_high_qos_users(list); }
   // The longest a pass's schedule() may take (0: no bound; PassRunner::set_pass_budget, which says when).
   void set_pass_budget(std::chrono::milliseconds budget) { passes_.set_pass_budget(budget); }
 

@@ -59,11 +59,34 @@ const jobs::JobSpec* SubmitIntake::submitted_spec(JobId id, std::span<const jobs
   return nullptr;
 }
 
+Status SubmitIntake::set_high_qos_users(std::string_view list) {
+  std::set<std::string, std::less<>> users;
+  bool anyone = false;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view name = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name.empty()) return invalid("high_qos_users: an empty user name (expected \"alice,bob\" or \"*\")");
+    if (name == "*") anyone = true;
+    else users.emplace(name);
+  }
+  high_qos_users_ = std::move(users);
+  high_qos_anyone_ = anyone;
+  return ok();
+}
+
 Status SubmitIntake::prepare(jobs::JobSpec& spec, const Caller& who,
                              std::span<const jobs::JobSpec> earlier) const {
   if (spec.user.empty() || who.uid) spec.user = who.user;
   if (spec.user != who.user && !who.admin())
     return Error{ErrorCode::kPermission, "user " + who.user + " may not submit jobs as " + spec.user};
+  if (spec.qos == jobs::Qos::kHigh && !who.admin() && !high_qos_anyone_ && !high_qos_users_.contains(spec.user))
+    return Error{ErrorCode::kPermission,
+                 "qos high: user " + spec.user +
+                     " may not submit high-QoS jobs (admins may, and the users the scheduler's high_qos_users "
+                     "names; normal and scavenger are open to all)"};
   if (spec.project.empty()) spec.project = spec.user;
   if (spec.array_job != 0 || spec.array_task != -1)
     return invalid(

@@ -16,8 +16,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -66,9 +68,13 @@ class SubmitIntake {
   Status set_durability(store::Durability durability);
   store::Durability durability() const { return durability_; }
   void set_min_jobs_elsewhere(size_t min_jobs) { min_jobs_elsewhere_ = min_jobs; }
+  // Who may submit QoS high besides admins (a high job may preempt scavenger ones and goes before every
+  // normal one): user names, comma-separated; "*" = every user; "" = admins only (the default). An empty
+  // name is an error.
+  Status set_high_qos_users(std::string_view list);
 
   // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
-  // for someone else. A caller the kernel named (Caller::uid) submits as themself: the spec's user is set
+  // for someone else, or submits QoS high without leave (set_high_qos_users). A caller the kernel named (Caller::uid) submits as themself: the spec's user is set
   // to theirs. `earlier`: the specs before this one in the submit() call that follows (a batch's
   // entries so far), which give its id: a dependency may name only a lower one, and may name a task of
   // an array among them.
@@ -113,6 +119,8 @@ class SubmitIntake {
   uint64_t arrivals_ = 0;                  // submit() calls so far
   size_t min_jobs_elsewhere_ = kSubmitThreadMinJobs;
   store::Durability durability_ = store::Durability::kSynced;
+  std::set<std::string, std::less<>> high_qos_users_;
+  bool high_qos_anyone_ = false;
   // Idempotency keys (scoped) of committed submits: first id and count; and of submits not committed yet:
   // the retries waiting for them.
   std::unordered_map<std::string, std::pair<JobId, int64_t>> done_keys_;
