@@ -74,10 +74,10 @@ class SubmitIntake {
   Status set_high_qos_users(std::string_view list);
 
   // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
-  // for someone else, or submits QoS high without leave (set_high_qos_users). A caller the kernel named (Caller::uid) submits as themself: the spec's user is set
-  // to theirs. `earlier`: the specs before this one in the submit() call that follows (a batch's
-  // entries so far), which give its id: a dependency may name only a lower one, and may name a task of
-  // an array among them.
+  // for someone else, or submits QoS high without leave (set_high_qos_users). A caller the kernel named
+  // (Caller::uid) submits as themself: the spec's user is set to theirs. `earlier`: the specs before this
+  // one in the submit() call that follows (a batch's entries so far), which give its id: a dependency may
+  // name only a lower one, and may name a task of an array among them.
   Status prepare(jobs::JobSpec& spec, const Caller& who, std::span<const jobs::JobSpec> earlier = {}) const;
   // Queues prepared specs; `done` runs after their commit with their ids, in order.
   // `idempotency_key` (optional, scoped by the caller's user): a submit whose key was seen before makes no
