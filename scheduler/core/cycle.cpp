@@ -280,7 +280,7 @@ class Pass {
     if (choice) return start(job, req, std::move(*choice), {});
     if (may_preempt) {
       if (auto pc = plan_preemption(s_, usage_, req, gone_)) {
-        if (wait_for_compact(job, priority, req, pc->choice)) return;
+        if (wait_for_compact(job, priority, req, pc->choice, /*preempts=*/true)) return;
         return start(job, req, std::move(pc->choice), pc->victims);
       }
     }
@@ -352,8 +352,10 @@ class Pass {
   //     Such a wait only keeps leaf groups whole for later jobs, which a scattered job breaks for as long as
   //     it runs, so it is worth a multiple of that, no more.
   // A job within the budget for which no compact set is reachable as running jobs end (e.g. a drained node
-  // in every leaf group) starts now. True when the job waits.
-  bool wait_for_compact(const PendingJob& job, double priority, Request& req, const Choice& choice) {
+  // in every leaf group) starts now. True when the job waits. `preempts`: `choice` needs preemption (the
+  // message says so).
+  bool wait_for_compact(const PendingJob& job, double priority, Request& req, const Choice& choice,
+                        bool preempts = false) {
     const auto& cfg = s_.config;
     if (!compact_waits(req)) return false;
     const auto leaves = leaves_of(choice.gpus);  // not a structured binding: the lambda below captures it
@@ -395,7 +397,8 @@ class Pass {
       if (s_.now >= deadline) return false;
     }
     pend(job, priority, PendingReason::kCompact,
-         cfg.explain ? compact_message(req, spanned, needed, drains, found, slower, deadline) : std::string());
+         cfg.explain ? compact_message(req, spanned, needed, drains, found, slower, deadline, preempts)
+                     : std::string());
     plan_.pending.back().estimated_start = found ? std::min(found->start_time, deadline) : deadline;
     plan_.pending.back().compact_since = since;
     plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
@@ -463,10 +466,11 @@ class Pass {
   }
 
   // "waiting 3 min for 4 nodes in 1 leaf group (su002), reserved from t=…; now: 3 leaf groups, allreduce
-  // 1.8x slower; starts anyway at t=…" — what the wait buys, by the cost model, and until when.
+  // 1.8x slower; starts anyway at t=…" — what the wait buys, by the cost model, and until when; with
+  // `preempts`, "now: 3 leaf groups by preempting scavenger jobs ...; preempts them at t=…".
   std::string compact_message(const Request& req, int spanned, int needed, bool drains,
                               const std::optional<FoundReservation>& found, std::optional<double> slower,
-                              int64_t deadline) const {
+                              int64_t deadline, bool preempts) const {
     const auto& c = *s_.cluster;
     std::string m = "waiting";
     if (found) m += " " + format_duration(found->start_time - s_.now);
@@ -482,6 +486,7 @@ class Pass {
       m += ", no reservation (" + std::to_string(compact_reservations_) + " compact waits ahead hold one)";
     }
     m += "; now: " + std::to_string(spanned) + " leaf groups";
+    if (preempts) m += " by preempting scavenger jobs";
     if (slower) {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%.2fx", *slower);
@@ -491,7 +496,7 @@ class Pass {
     } else if (found) {
       m += ", as fast by the cost model (the wait keeps leaf groups whole)";
     }
-    return m + "; starts anyway at t=" + std::to_string(deadline);
+    return m + (preempts ? "; preempts them at t=" : "; starts anyway at t=") + std::to_string(deadline);
   }
 
   static std::string format_duration(int64_t s) {

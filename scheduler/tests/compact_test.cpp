@@ -374,6 +374,9 @@ TEST(CompactPreemption, AHighJobWhosePreemptionSetIsScatteredWaitsForCompactness
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(plan.reservations[0].start_time, 200);
   EXPECT_EQ(nodes_of(h, plan.reservations[0].gpus), (std::set<NodeId>{0, 1, 2, 3, 4, 5, 6, 7}));
+  const std::string& why = Harness::find_pending(plan, high)->message;
+  EXPECT_NE(why.find("now: 4 leaf groups by preempting scavenger jobs"), std::string::npos) << why;
+  EXPECT_NE(why.find("; preempts them at t="), std::string::npos) << why;
 }
 
 // When that wait ends it preempts for the best placement there is.
