@@ -6,6 +6,7 @@
 #include <iterator>
 #include <utility>
 
+#include "jobs/parse_util.hpp"
 #include "jobs/validate.hpp"
 
 namespace railyard::daemon {
@@ -64,10 +65,8 @@ Status SubmitIntake::set_high_qos_users(std::string_view list) {
   bool anyone = false;
   while (!list.empty()) {
     const size_t comma = list.find(',');
-    std::string_view name = list.substr(0, comma);
+    const std::string_view name = jobs::trim(list.substr(0, comma));
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
     if (name.empty()) return invalid("high_qos_users: an empty user name (expected \"alice,bob\" or \"*\")");
     if (name == "*") anyone = true;
     else users.emplace(name);
