@@ -20,6 +20,8 @@ void add_sim_commands(CLI::App& app);
 // railyard submit, queue, show, cancel, hold, release, history, logs, watch: job_util.hpp (job_*.cpp).
 // railyard nodes, drain, resume, node remove, token create (node_cmds.cpp).
 void add_node_commands(CLI::App& app);
+// railyard quota list|set|lift, fairshare (quota_cmds.cpp).
+void add_quota_commands(CLI::App& app);
 // railyard up, down (up_cmd.cpp, local_cluster.cpp).
 void add_local_cluster_commands(CLI::App& app);
 // `railyard topo show --url URL`: the live cluster with occupancy (topo_live.cpp).

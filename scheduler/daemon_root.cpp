@@ -212,6 +212,7 @@ Daemon::Step Daemon::open_service() {
   if (!policy) return Failed{policy.error().message, 2};
   service_->set_policy(*policy);
   service_->set_pass_budget(std::chrono::milliseconds(config_.pass_budget_ms));
+  service_->track_usage(config_.fairshare_half_life_s);
   if (auto s = service_->set_high_qos_users(config_.high_qos_users); !s) return Failed{s.error().message, 2};
   auto durability = daemon::parse_submit_durability(config_.submit_durability);
   if (!durability) return Failed{durability.error().message, 2};

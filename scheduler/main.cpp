@@ -117,6 +117,10 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
   app.add_option("--priority-weights", config.priority_weights,
                  "multifactor priority weights to change, e.g. size=0,age=2000 (keys qos, age, fairshare, size; "
                  "defaults " + sched::priority_weights_text(defaults) + ")");
+  app.add_option("--fairshare-half-life", config.fairshare_half_life_s,
+                 "seconds in which a user's or project's past GPU use loses half its weight in the fair-share "
+                 "factor; default 604800 (7 days)")
+      ->check(CLI::Range(daemon::kMinFairShareHalfLifeS, daemon::kMaxFairShareHalfLifeS));
   app.add_option("--high-qos-users", config.high_qos_users,
                  "users who may submit QoS high besides admins (a high job goes before every normal one and may "
                  "preempt scavenger jobs): \"alice,bob\", \"*\" for everyone; default: admins only");
@@ -173,6 +177,7 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"compact_wait_share", "--compact-wait-share"},
                                                         {"pass_budget_ms", "--pass-budget-ms"},
                                                         {"priority_weights", "--priority-weights"},
+                                                        {"fairshare_half_life", "--fairshare-half-life"},
                                                         {"tls_cert", "--tls-cert"},
                                                         {"tls_key", "--tls-key"},
                                                         {"submit_durability", "--submit-durability"},

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "tests/cli_test_util.hpp"
 #include "tests/fault_util.hpp"
@@ -96,12 +98,65 @@ void tokens_and_audit(const CliCluster& c) {
   EXPECT_EQ(c.run({"history", "--audit"}, c.ada()).code, 3);
 }
 
+// `railyard quota set/list/lift` and `railyard fairshare`: a quota holds a user's second job back until lifted.
+void quotas_and_fairshare(const CliCluster& c) {
+  SCOPED_TRACE("quota, fairshare");
+  auto set = c.run({"quota", "set", "--user", "ada", "8"}, c.admin());
+  ASSERT_EQ(set.code, 0) << set.err;
+  EXPECT_EQ(set.out, "user ada: at most 8 GPUs at once\n");
+  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "64"}, c.ada()).code, 3) << "users may not set quotas";
+  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "--project", "p", "8"}, c.admin()).code, 2);
+  EXPECT_EQ(c.run({"quota", "set", "8"}, c.admin()).code, 2) << "whose quota?";
+  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "-1"}, c.admin()).code, 2);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    auto r = c.run({"submit", "--gpus", "8", "--", "true"}, c.ada());
+    ASSERT_EQ(r.code, 0) << r.err;
+    ids.push_back(trimmed(r.out));
+  }
+  std::string reason;
+  for (int i = 0; i < 100 && reason.empty(); ++i) {
+    const nlohmann::json job = c.run({"show", ids[1], "--json"}, "").json()["job"];
+    if (job["reason"].is_string()) reason = job["reason"].get<std::string>();
+    if (reason.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(reason, "quota_user: quota of user ada reached (8 of 8 GPUs in use, needs 8)");
+  auto list = c.run({"quota", "list"}, "");
+  ASSERT_EQ(list.code, 0) << list.err;
+  EXPECT_NE(list.out.find("user"), std::string::npos);
+  const nlohmann::json quotas = c.run({"quota", "list", "--json"}, "").json()["quotas"];
+  ASSERT_EQ(quotas.size(), 1u) << quotas.dump();
+  EXPECT_EQ(quotas[0]["in_use"], 8);
+  const nlohmann::json share = c.run({"fairshare", "--json"}, "").json();
+  bool saw_ada = false;
+  for (const auto& r : share["rows"])
+    if (r["user"] == "ada") {
+      saw_ada = true;
+      EXPECT_EQ(r["gpus_in_use"], 8);
+      EXPECT_EQ(r["pending_jobs"], 1);
+    }
+  EXPECT_TRUE(saw_ada) << share.dump();
+  EXPECT_NE(c.run({"fairshare", "--by", "project"}, "").out.find("FACTOR"), std::string::npos);
+  auto lift = c.run({"quota", "lift", "--user", "ada"}, c.admin());
+  ASSERT_EQ(lift.code, 0) << lift.err;
+  EXPECT_EQ(lift.out, "user ada: quota lifted\n");
+  EXPECT_EQ(c.run({"quota", "lift", "--user", "ada"}, c.admin()).code, 3) << "no quota left to lift";
+  std::string state;
+  for (int i = 0; i < 100 && state != "STARTING" && state != "RUNNING"; ++i) {
+    state = c.run({"show", ids[1], "--json"}, "").json()["job"]["state"].get<std::string>();
+    if (state == "PENDING") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(state == "STARTING" || state == "RUNNING") << state;
+  EXPECT_EQ(c.run({"cancel", ids[0], ids[1]}, c.ada()).code, 0);
+}
+
 TEST(CliNodes, ListDrainResumeRemove) {
   CliCluster c;
   nodes_json_and_hostlist_filter(c);
   drain_and_resume(c);
   node_remove(c);
   tokens_and_audit(c);
+  quotas_and_fairshare(c);
 }
 
 TEST(CliConfig, TokenFromFlagEnvironmentOrConfigFile) {

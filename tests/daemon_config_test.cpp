@@ -98,6 +98,27 @@ TEST(DaemonConfig, HighQosUsersKeyIsReadAndLosesToTheFlag) {
   EXPECT_EQ(DaemonConfig{}.high_qos_users, "") << "admins only by default";
 }
 
+TEST(DaemonConfig, FairShareHalfLifeKeyIsReadValidatedAndLosesToTheFlag) {
+  const ConfigFile merge("c.json");
+  EXPECT_EQ(DaemonConfig{}.fairshare_half_life_s, 7 * 86400);
+  DaemonConfig c;
+  ASSERT_TRUE(merge(R"({"fairshare_half_life": 86400})", {}, c));
+  EXPECT_EQ(c.fairshare_half_life_s, 86400);
+  DaemonConfig flagged;
+  flagged.fairshare_half_life_s = 7200;
+  ASSERT_TRUE(merge(R"({"fairshare_half_life": 86400})", {"fairshare_half_life"}, flagged));
+  EXPECT_EQ(flagged.fairshare_half_life_s, 7200);
+  for (const char* bad : {R"({"fairshare_half_life": 60})", R"({"fairshare_half_life": 31536001})",
+                          R"({"fairshare_half_life": "7d"})"}) {
+    DaemonConfig d;
+    auto s = merge(bad, {}, d);
+    ASSERT_FALSE(s) << bad;
+    EXPECT_NE(s.error().message.find("fairshare_half_life: must be an integer 3600..31536000"), std::string::npos)
+        << s.error().message;
+    EXPECT_EQ(d.fairshare_half_life_s, 7 * 86400);
+  }
+}
+
 // What the daemon schedules with: the settings' compact wait, its cap and priority weights, in the policy.
 TEST(DaemonConfig, PolicyCarriesTheCompactWaitsAndTheWeights) {
   DaemonConfig c;

@@ -36,6 +36,10 @@ const std::map<std::string, Expected> kExpected = {
     {"GET /api/v1/topology", {"read", ""}},
     {"GET /api/v1/utilization", {"read", ""}},
     {"GET /api/v1/accounting", {"read", ""}},
+    {"GET /api/v1/fairshare", {"read", ""}},
+    {"GET /api/v1/quotas", {"read", ""}},
+    {"POST /api/v1/quotas/{kind}/{name}", {"admin", R"({"gpus": 64})"}},
+    {"POST /api/v1/quotas/{kind}/{name}/lift", {"admin", ""}},
     {"GET /api/v1/nodes", {"read", ""}},
     {"GET /api/v1/nodes/{name}", {"read", ""}},
     {"POST /api/v1/nodes/{name}/drain", {"admin", R"({"reason": "walk"})"}},
@@ -151,6 +155,7 @@ TEST_P(RouteWalk, EveryRouteAnswersEachCallerAsItsRoleSays) {
       if (auto at = path.find(name); at != std::string::npos) path.replace(at, name.size(), value);
     };
     put("{id}", pattern.find("/tokens/") != std::string::npos ? carol_id : job);
+    put("{kind}", "user");
     put("{name}", "n2");
     put("{alloc}", job + ".1");
     put("/*", "/index.html");

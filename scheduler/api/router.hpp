@@ -104,6 +104,9 @@ class Router {
   void alloc_exec(const HttpRequest& req, const Route& route, const Reply& reply);
   HttpResponse node_show(const Route& route);
   HttpResponse accounting(const Route& route);
+  HttpResponse quota_list();
+  HttpResponse quota_action(Call& call);
+  HttpResponse fair_share(const Route& route);
   // router_admin.cpp: tokens and the audit log.
   HttpResponse token_create(Call& call);
   HttpResponse token_list(const Call& call);

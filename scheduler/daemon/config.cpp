@@ -112,6 +112,11 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
     s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxCompactWaitMaxS,
              "an integer 0..2592000 (seconds)");
     if (s && !is_given) c.compact_wait_max_s = v.get<int>();
+  } else if (key == "fairshare_half_life") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= kMinFairShareHalfLifeS &&
+                 v.get<int64_t>() <= kMaxFairShareHalfLifeS,
+             "an integer 3600..31536000 (seconds)");
+    if (s && !is_given) c.fairshare_half_life_s = v.get<int>();
   } else if (key == "pass_budget_ms") {
     s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 60000,
              "an integer 0..60000 (milliseconds; 0 = no bound)");
@@ -139,7 +144,7 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         file_path + ": " + key +
         ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-        "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, tls_cert, tls_key, submit_durability, max_connections, "
+        "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, fairshare_half_life, tls_cert, tls_key, submit_durability, max_connections, "
         "header_timeout, unix_socket, admin_group, high_qos_users)");
   }
   return s;

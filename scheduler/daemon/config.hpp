@@ -3,7 +3,7 @@
 // ({"listen": "127.0.0.1:8600", "db": "...", "cluster": "...", "preset": "...", "sus": 1, "private": false,
 //   "web_root": "...", "agent_secret_file": "...", "heartbeat_timeout": 30, "reconcile_grace": 30,
 //   "launch_timeout": 120, "compact_wait": 300, "compact_wait_max": 604800, "compact_wait_share": 12,
-//   "pass_budget_ms": 1000, "priority_weights": "size=0",
+//   "pass_budget_ms": 1000, "priority_weights": "size=0", "fairshare_half_life": 604800,
 //   "tls_cert": "...", "tls_key": "...", "submit_durability": "synced", "max_connections": 4096,
 //   "header_timeout": 10, "unix_socket": "/run/railyard.sock", "admin_group": "railyard-admins",
 //   "high_qos_users": "alice,bob"});
@@ -22,6 +22,9 @@ namespace railyard::daemon {
 
 // The longest compact wait an operator may set (--compact-wait-max): 30 days.
 inline constexpr int kMaxCompactWaitMaxS = 30 * 86400;
+// --fairshare-half-life's range: an hour to a year.
+inline constexpr int kMinFairShareHalfLifeS = 3600;
+inline constexpr int kMaxFairShareHalfLifeS = 365 * 86400;
 // The largest --compact-wait-share: a wait of 1,000 time limits is already past any cap.
 inline constexpr double kMaxCompactWaitShare = 1000;
 
@@ -42,6 +45,9 @@ struct DaemonConfig {
   int compact_wait_max_s = 7 * 86400;  // sched::PolicyConfig::compact_wait_max_s (0..kMaxCompactWaitMaxS)
   double compact_wait_share = sched::PolicyConfig{}.compact_wait_share;  // (0..kMaxCompactWaitShare)
   std::string priority_weights;    // "qos=N,age=N,fairshare=N,size=N", any subset; "" = the defaults
+  // Seconds in which past GPU use loses half its weight in the fair-share factor (JobTable::track_usage;
+  // kMinFairShareHalfLifeS..kMaxFairShareHalfLifeS).
+  int fairshare_half_life_s = 7 * 86400;
   int pass_budget_ms = 1000;       // PassRunner::set_pass_budget (0..60000; 0 = none)
   std::string tls_cert;            // PEM certificate chain; with tls_key: HTTPS/WSS only
   std::string tls_key;             // PEM private key

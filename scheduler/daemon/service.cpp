@@ -1,7 +1,10 @@
 #include "scheduler/daemon/service.hpp"
 
+#include "jobs/validate.hpp"
+
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -96,6 +99,28 @@ Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who
   if (auto s = change(batch); !s) return s.error();
   spdlog::info("job {} {} by {}", id, jobs::to_string(event), who.user);
   return *table_.find(id);
+}
+
+Status Service::set_quota(lifecycle::QuotaRecord quota, const Caller& who, const store::AuditRecord* audit) {
+  const std::string kind(lifecycle::to_string(quota.kind));
+  if (auto s = need_admin(who, "setting a quota"); !s) return s;
+  if (quota.name.empty() || quota.name.size() > jobs::kMaxNameLength ||
+      std::any_of(quota.name.begin(), quota.name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+    return invalid(kind + " name: 1 to " + std::to_string(jobs::kMaxNameLength) +
+                            " bytes without control characters");
+  if (quota.gpus && (*quota.gpus < 0 || *quota.gpus > kMaxQuotaGpus))
+    return invalid("gpus: " + std::to_string(*quota.gpus) + " is out of range (0 to " +
+                            std::to_string(kMaxQuotaGpus) + ")");
+  const auto& quotas = quota.kind == lifecycle::QuotaRecord::Kind::kUser ? table_.user_quotas() : table_.project_quotas();
+  if (!quota.gpus && !quotas.count(quota.name)) return not_found(kind + " " + quota.name + " has no quota");
+  WriteBatch b;
+  const std::string what = quota.gpus ? "quota " + std::to_string(*quota.gpus) + " GPUs" : "quota lifted";
+  b.events.push_back({"quota:" + kind + ":" + quota.name, clock_(), who.user, what});
+  b.quotas.push_back(std::move(quota));
+  if (audit) b.audit.push_back(*audit);
+  if (auto s = change(b); !s) return s;
+  spdlog::info("{} {}: {} by {}", kind, b.quotas.back().name, what, who.user);
+  return ok();
 }
 
 void Service::record_audit(store::AuditRecord row) {

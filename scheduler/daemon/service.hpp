@@ -178,6 +178,14 @@ class Service {
   Status remove_node(const std::string& name, const Caller& who, const store::AuditRecord* audit = nullptr) {
     return nodes_.remove(name, who, audit);
   }
+  // Quotas (lifecycle::QuotaRecord), admin only: sets quota.gpus (0..kMaxQuotaGpus) for the user or project,
+  // or, without gpus, lifts its quota (kNotFound when it has none). Written synced, with an event on
+  // "quota:<kind>:<name>"; then a pass, so jobs a higher quota lets start do.
+  static constexpr int kMaxQuotaGpus = 1'000'000;
+  Status set_quota(lifecycle::QuotaRecord quota, const Caller& who, const store::AuditRecord* audit = nullptr);
+  // Fair share from now on (JobTable::track_usage): passes order jobs by their user's and project's usage
+  // decayed by this half-life. Any time; the usage is rebuilt from the runs.
+  void track_usage(double half_life_s) { table_.track_usage(half_life_s); }
 
  private:
   // Adds run changes and the pre-commit hooks' records to `batch`, stamps its events.

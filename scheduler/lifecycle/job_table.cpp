@@ -1,6 +1,7 @@
 #include "scheduler/lifecycle/job_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 
@@ -150,6 +151,8 @@ void note_unexamined(const std::vector<JobId>& unexamined, const std::map<JobId,
 
 std::string job_subject(JobId id) { return "job:" + std::to_string(id); }
 
+std::string_view to_string(QuotaRecord::Kind k) { return k == QuotaRecord::Kind::kUser ? "user" : "project"; }
+
 void JobTable::apply(const std::vector<PendingNote>& notes) {
   for (const auto& n : notes) {
     auto it = waiting_.find(n.job);
@@ -189,6 +192,9 @@ void JobTable::load(State state) {
   holding_.clear();
   draining_.clear();
   runs_.clear();
+  if (usage_) usage_.emplace(usage_->half_life_s());
+  live_.user_quota.clear();
+  live_.project_quota.clear();
   std::fill(health_.begin(), health_.end(), sched::NodeHealth::kUp);
   std::fill(health_reason_.begin(), health_reason_.end(), std::string());
   Changes b;
@@ -196,6 +202,7 @@ void JobTable::load(State state) {
   b.nodes = std::move(state.nodes);
   b.holds = std::move(state.holds);
   b.runs = std::move(state.runs);
+  b.quotas = std::move(state.quotas);
   apply(b);
 }
 
@@ -280,7 +287,64 @@ void JobTable::apply(const Changes& batch) {
   }
   for (const auto& h : batch.holds) hold_gpus(h);
   for (const auto& a : batch.released) release_gpus(a);
-  for (const auto& r : batch.runs) runs_.insert_or_assign({r.job, r.attempt}, r);
+  std::vector<const RunRecord*> ended;
+  for (const auto& r : batch.runs) {
+    auto [it, added] = runs_.try_emplace({r.job, r.attempt}, r);
+    const bool ends = r.end && (added || !it->second.end);
+    if (!added) it->second = r;
+    if (ends) ended.push_back(&it->second);
+  }
+  if (usage_) charge_ended(std::move(ended));
+  for (const auto& q : batch.quotas) {
+    auto& quotas = q.kind == QuotaRecord::Kind::kUser ? live_.user_quota : live_.project_quota;
+    if (q.gpus)
+      quotas[q.name] = *q.gpus;
+    else
+      quotas.erase(q.name);
+  }
+}
+
+void JobTable::charge_ended(std::vector<const RunRecord*> ended) {
+  std::sort(ended.begin(), ended.end(), [](const RunRecord* a, const RunRecord* b) { return *a->end < *b->end; });
+  for (const RunRecord* r : ended)
+    if (const JobRecord* j = find(r->job))
+      usage_->add(j->spec.user, j->spec.project, usage_->decayed_use(r->gpu_count(), r->start, *r->end), *r->end);
+}
+
+void JobTable::track_usage(double half_life_s) {
+  usage_.emplace(half_life_s);
+  std::vector<const RunRecord*> ended;
+  for (const auto& [key, r] : runs_)
+    if (r.end) ended.push_back(&r);
+  charge_ended(std::move(ended));
+}
+
+JobTable::InUse JobTable::gpus_in_use() const {
+  InUse u;
+  for (const auto& r : live_.running) {
+    const int gpus = static_cast<int>(r.gpus.size() + r.slices.size());
+    u.users[r.spec->user] += gpus;
+    u.projects[r.spec->project] += gpus;
+  }
+  return u;
+}
+
+JobTable::Usage JobTable::usage_at(int64_t now) const {
+  Usage u;
+  if (!usage_) return u;
+  const int64_t as_of = usage_->as_of();
+  const double decay = as_of == INT64_MIN || now <= as_of
+                           ? 1.0
+                           : std::exp2(-static_cast<double>(now - as_of) / usage_->half_life_s());
+  for (const auto& [who, used] : usage_->users()) u.users[who] = used * decay;
+  for (const auto& [who, used] : usage_->projects()) u.projects[who] = used * decay;
+  for (const auto& r : live_.running) {
+    const double used = usage_->decayed_use(static_cast<int>(r.gpus.size() + r.slices.size()), r.start_time, now);
+    if (used <= 0) continue;
+    u.users[r.spec->user] += used;
+    u.projects[r.spec->project] += used;
+  }
+  return u;
 }
 
 namespace {

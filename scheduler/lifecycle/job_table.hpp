@@ -29,6 +29,7 @@
 #include "common/result.hpp"
 #include "scheduler/lifecycle/occupancy.hpp"
 #include "scheduler/lifecycle/records.hpp"
+#include "scheduler/queue/fairshare.hpp"
 #include "topology/cluster.hpp"
 
 namespace railyard::lifecycle {
@@ -98,14 +99,36 @@ class JobTable {
   // GPUs of removed nodes: not capacity.
   int removed_gpus() const;
 
+  // Fair-share usage (sched::Snapshot::user_usage, project_usage): the GPUs (whole and MIG slices) of every
+  // run by user and by project, each second of use decayed by half per `half_life_s` since. Kept from
+  // track_usage() on, rebuilt from the runs held (so a restart, which loads every run, loses nothing); off
+  // by default (the simulator integrates usage itself).
+  void track_usage(double half_life_s);
+  bool tracks_usage() const { return usage_.has_value(); }
+  double usage_half_life_s() const { return usage_ ? usage_->half_life_s() : 0; }
+  // The usage as of `now` (not before the last run ended): ended runs', and running jobs' so far. Empty
+  // maps when usage is not tracked.
+  struct Usage {
+    std::unordered_map<std::string, double> users, projects;
+  };
+  Usage usage_at(int64_t now) const;
+  // GPUs (whole and MIG slices) held by STARTING/RUNNING jobs, by user and by project: what quotas bound.
+  struct InUse {
+    std::unordered_map<std::string, int> users, projects;
+  };
+  InUse gpus_in_use() const;
+  // Quotas in force (QuotaRecord), by user and by project: max GPUs at once.
+  const std::unordered_map<std::string, int>& user_quotas() const { return live_.user_quota; }
+  const std::unordered_map<std::string, int>& project_quotas() const { return live_.project_quota; }
+
   // The pass input, a copy for another thread (the daemon's pass); borrows specs held here (valid until
   // the next load(); see above). O(jobs not finished and not parked): pending and held jobs, and running
-  // ones, in no particular order (the core orders them).
+  // ones, in no particular order (the core orders them); with the quotas, and the usage when tracked.
   sched::Snapshot snapshot(int64_t now) const;
   // The same, kept up to date by every change instead of copied (the simulator's pass input, valid
   // until the next change): a running job keeps its `gpus` buffer while it holds them, so sched::Scheduler
-  // carries it from pass to pass by reference. The caller may set the config, usage and quota fields;
-  // `pending` and `running` are the table's. Jobs are in no particular order.
+  // carries it from pass to pass by reference. The caller may set the config and usage fields; `pending`,
+  // `running` and the quotas are the table's. Jobs are in no particular order.
   sched::Snapshot& pass_input(int64_t now);
   // The waiting jobs the next pass will see (pass_input()'s pending), in no particular order.
   const std::vector<sched::PendingJob>& pass_pending() const { return live_.pending; }
@@ -208,6 +231,9 @@ class JobTable {
   std::vector<std::string> health_reason_;
   std::map<std::string, GpuHold> draining_;  // by allocation id
   std::map<std::pair<JobId, int>, RunRecord> runs_;
+  // Ended runs' usage (track_usage()); charged in the order the runs end.
+  std::optional<sched::FairShareLedger> usage_;
+  void charge_ended(std::vector<const RunRecord*> ended);
   std::map<JobId, ArrayProgress> arrays_;
   std::set<JobId> open_arrays_;  // arrays not ended
 };

@@ -78,6 +78,13 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   s.pending = live_.pending;
   s.running.reserve(live_.running.size() + draining_.size());
   s.running.assign(live_.running.begin(), live_.running.end());
+  s.user_quota = live_.user_quota;
+  s.project_quota = live_.project_quota;
+  if (usage_) {
+    auto u = usage_at(now);
+    s.user_usage = std::move(u.users);
+    s.project_usage = std::move(u.projects);
+  }
   add_dependencies(s);
   add_draining(s);
   return s;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "jobs/spec.hpp"
@@ -85,17 +86,29 @@ struct RunRecord {
   int gpu_count() const { return static_cast<int>(gpus.size() + slices.size()); }
 };
 
+// An admin's bound on the GPUs (whole GPUs and MIG slices) that a user's or a project's jobs hold at once
+// (sched::Snapshot::user_quota, project_quota): a job that would go past it waits, saying so.
+struct QuotaRecord {
+  enum class Kind { kUser, kProject };
+  Kind kind = Kind::kUser;
+  std::string name;
+  std::optional<int> gpus;  // nullopt (in a Changes): the quota is lifted
+};
+std::string_view to_string(QuotaRecord::Kind k);  // "user", "project"
+
 // Everything a JobTable is built from (JobTable::load).
 struct State {
   std::vector<JobRecord> jobs;  // by id
   std::vector<NodeRecord> nodes;
   std::vector<GpuHold> holds;
   std::vector<RunRecord> runs;  // by job, attempt
+  std::vector<QuotaRecord> quotas;
 };
 
 // What one transition changes, applied whole (JobTable::apply) after the daemon committed it. Inserts carry
-// new jobs (spec included); updates carry every field but the spec, user and submit time. Holds and runs are
-// whole records (insert or replace); `released` drops holds by allocation id.
+// new jobs (spec included); updates carry every field but the spec, user and submit time. Holds, runs and
+// quotas are whole records (insert or replace; a quota without gpus is lifted); `released` drops holds by
+// allocation id.
 struct Changes {
   std::vector<JobRecord> inserts;
   std::vector<JobRecord> updates;
@@ -104,9 +117,10 @@ struct Changes {
   std::vector<GpuHold> holds;
   std::vector<std::string> released;
   std::vector<RunRecord> runs;
+  std::vector<QuotaRecord> quotas;
   bool empty() const {
     return inserts.empty() && updates.empty() && nodes.empty() && events.empty() && holds.empty() &&
-           released.empty() && runs.empty();
+           released.empty() && runs.empty() && quotas.empty();
   }
 };
 

@@ -21,14 +21,12 @@ double qos_factor(jobs::Qos q) {
 
 struct ShareTable {
   double total = 0;
-  double share = 1;  // each party's normalized share
+  size_t parties = 0;
   const std::unordered_map<std::string, double>* usage = nullptr;
 
   double factor(const std::string& who) const {
-    if (total <= 0) return 1.0;
     auto it = usage->find(who);
-    double u = it == usage->end() ? 0.0 : it->second / total;
-    return std::exp2(-u / share);
+    return fair_share_factor(it == usage->end() ? 0.0 : it->second, total, parties);
   }
 };
 
@@ -41,11 +39,17 @@ ShareTable make_table(const std::unordered_map<std::string, double>& usage, cons
     parties.insert(who);
   }
   for (const auto& p : s.pending) parties.insert(by_user ? p.spec->user : p.spec->project);
-  t.share = parties.empty() ? 1.0 : 1.0 / static_cast<double>(parties.size());
+  t.parties = parties.size();
   return t;
 }
 
 }  // namespace
+
+double fair_share_factor(double used, double total, size_t parties) {
+  if (total <= 0) return 1.0;
+  const double share = parties == 0 ? 1.0 : 1.0 / static_cast<double>(parties);
+  return std::exp2(-(used / total) / share);
+}
 
 std::vector<double> compute_priorities(const Snapshot& s) {
   const auto& cfg = s.config;

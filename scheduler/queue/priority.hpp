@@ -20,6 +20,10 @@ namespace railyard::sched {
 // Priority of each pending job, in snapshot.pending order.
 std::vector<double> compute_priorities(const Snapshot& snapshot);
 
+// F's half for one party (a user or a project): 2^(-U / S), U = `used` / `total` (1 when nothing was used),
+// S = 1 / `parties`.
+double fair_share_factor(double used, double total, size_t parties);
+
 // Indices into snapshot.pending, highest priority first.
 std::vector<size_t> priority_order(const Snapshot& snapshot, const std::vector<double>& priorities);
 

@@ -8,7 +8,7 @@
 namespace railyard::store {
 namespace {
 
-constexpr std::array<std::string_view, 11> kMigrations = {
+constexpr std::array<std::string_view, 12> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -96,6 +96,10 @@ constexpr std::array<std::string_view, 11> kMigrations = {
     // file is 0600); after a rotation the previous key until its grace ends (previous_until, unix seconds).
     R"(CREATE TABLE node_keys (node TEXT PRIMARY KEY, key TEXT NOT NULL, created INTEGER NOT NULL,
          rotated_at INTEGER, previous_key TEXT NOT NULL DEFAULT '', previous_until INTEGER) WITHOUT ROWID;)",
+    // 12: quotas an admin sets: at most `gpus` GPUs held at once by a user's (kind 'user') or a project's
+    // (kind 'project') jobs.
+    R"(CREATE TABLE quotas (kind TEXT NOT NULL, name TEXT NOT NULL, gpus INTEGER NOT NULL,
+         PRIMARY KEY (kind, name)) WITHOUT ROWID;)",
 };
 
 }  // namespace

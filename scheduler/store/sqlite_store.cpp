@@ -208,6 +208,12 @@ Result<StoredState> SqliteStateStore::load() {
       run.outcome = r.text(6);
       s.runs.push_back(std::move(run));
     }
+    sql::Stmt qs(db_, "SELECT kind, name, gpus FROM quotas ORDER BY kind, name");
+    while (qs.step()) {
+      const auto kind = qs.text(0) == "project" ? lifecycle::QuotaRecord::Kind::kProject
+                                                : lifecycle::QuotaRecord::Kind::kUser;
+      s.quotas.push_back({kind, qs.text(1), static_cast<int>(qs.int64(2))});
+    }
     sql::Stmt k(db_, "SELECT key, first_id, count FROM idempotency");
     while (k.step()) s.idempotency.push_back({k.text(0), k.int64(1), k.int64(2)});
     return s;
@@ -233,7 +239,7 @@ struct SqliteStateStore::Statements {
         metric(db, "INSERT INTO metrics(job, alloc, key, time, data) VALUES (?,?,?,?,?)") {}
   sql::Stmt ins, upd, node, ev, metric;
   // Rarer writes, prepared on first use.
-  std::unique_ptr<sql::Stmt> hold, unhold, run, idem;
+  std::unique_ptr<sql::Stmt> hold, unhold, run, idem, quota, unquota;
   AuthStatements auth;
 };
 
@@ -300,6 +306,17 @@ void SqliteStateStore::write(const WriteBatch& b) {
         .bind(7, r.end)
         .bind(8, r.outcome)
         .run();
+  for (const auto& q : b.quotas) {
+    const std::string kind(lifecycle::to_string(q.kind));
+    if (q.gpus)
+      prepared(db_, st.quota, "INSERT OR REPLACE INTO quotas(kind, name, gpus) VALUES (?,?,?)")
+          .bind(1, kind)
+          .bind(2, q.name)
+          .bind(3, int64_t{*q.gpus})
+          .run();
+    else
+      prepared(db_, st.unquota, "DELETE FROM quotas WHERE kind = ? AND name = ?").bind(1, kind).bind(2, q.name).run();
+  }
   for (const auto& k : b.idempotency)
     prepared(db_, st.idem, "INSERT OR REPLACE INTO idempotency(key, first_id, count) VALUES (?,?,?)")
         .bind(1, k.key)

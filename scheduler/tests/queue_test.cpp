@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numbers>
 #include <set>
 
 #include "scheduler/queue/fairshare.hpp"
@@ -179,6 +181,23 @@ TEST(FairShareLedger, DecaysByHalfEveryHalfLife) {
   EXPECT_NEAR(l.users().at("u"), 260, 1e-9);
   l.decay_to(150);  // backwards: ignored
   EXPECT_NEAR(l.projects().at("p"), 260, 1e-9);
+  l.add("v", "p", 100, 100);  // used a half-life before the ledger's time: half of it counts
+  EXPECT_NEAR(l.users().at("v"), 50, 1e-9);
+  EXPECT_NEAR(l.projects().at("p"), 310, 1e-9);
+  EXPECT_EQ(l.as_of(), 200);
+}
+
+TEST(FairShareLedger, DecayedUseIsTheIntegralOfDecayedSeconds) {
+  FairShareLedger l(100);
+  // A GPU for a whole half-life: each second decayed to the end, 100/ln2 * (1 - 1/2).
+  EXPECT_NEAR(l.decayed_use(1, 0, 100), 100 / std::numbers::ln2 / 2, 1e-9);
+  // Short runs count almost undecayed; eight GPUs count eight times one.
+  EXPECT_NEAR(l.decayed_use(1, 0, 1), 1, 0.01);
+  EXPECT_NEAR(l.decayed_use(8, 50, 150), 8 * l.decayed_use(1, 0, 100), 1e-9);
+  // Split at any point and decayed to the end, the parts make the whole.
+  EXPECT_NEAR(l.decayed_use(4, 0, 60) * std::exp2(-40.0 / 100) + l.decayed_use(4, 60, 100), l.decayed_use(4, 0, 100),
+              1e-9);
+  EXPECT_EQ(l.decayed_use(4, 10, 10), 0);
 }
 
 // Removed nodes (NodeHealth::kRemoved) are out of the capacity a job can ever get while they stay removed:
