@@ -1,4 +1,4 @@
-// The dashboard shell: hash routes (#/overview, #/jobs, #/job/ID, #/ttt, #/map, #/nodes, #/audit), the admin
+// The dashboard shell: hash routes (#/overview, #/jobs, #/job/ID, #/ttt, #/map, #/share, #/nodes, #/audit), the admin
 // token form, and the live-update indicator. Each view module exports mount(root, params) → unmount.
 
 import {getToken, setToken, tokenRole} from './api.js';
@@ -10,10 +10,11 @@ import * as jobs from './views/jobs.js';
 import * as job from './views/job.js';
 import * as ttt from './views/ttt.js';
 import * as map from './views/map.js';
+import * as share from './views/share.js';
 import * as nodes from './views/nodes.js';
 import * as audit from './views/audit.js';
 
-const views = {overview, jobs, job, ttt, map, nodes, audit};
+const views = {overview, jobs, job, ttt, map, share, nodes, audit};
 // Views only an admin sees: their nav links are hidden, and opening one by URL shows a note instead.
 const adminViews = {nodes: 'Nodes', audit: 'Audit'};
 const root = document.getElementById('view');
