@@ -294,7 +294,7 @@ void JobTable::apply(const Changes& batch) {
     if (!added) it->second = r;
     if (ends) ended.push_back(&it->second);
   }
-  if (usage_) charge_ended(std::move(ended));
+  if (usage_) charge_ended(ended);
   for (const auto& q : batch.quotas) {
     auto& quotas = q.kind == QuotaRecord::Kind::kUser ? live_.user_quota : live_.project_quota;
     if (q.gpus)
@@ -304,8 +304,13 @@ void JobTable::apply(const Changes& batch) {
   }
 }
 
-void JobTable::charge_ended(std::vector<const RunRecord*> ended) {
-  std::sort(ended.begin(), ended.end(), [](const RunRecord* a, const RunRecord* b) { return *a->end < *b->end; });
+// The ledger is decayed once, to the latest end, and each run is added as of its own end (add() decays it the
+// rest of the way): O(runs + parties), where adding them in end order would decay every balance per run.
+void JobTable::charge_ended(const std::vector<const RunRecord*>& ended) {
+  if (ended.empty()) return;
+  int64_t last = *ended.front()->end;
+  for (const RunRecord* r : ended) last = std::max(last, *r->end);
+  usage_->decay_to(last);
   for (const RunRecord* r : ended)
     if (const JobRecord* j = find(r->job))
       usage_->add(j->spec.user, j->spec.project, usage_->decayed_use(r->gpu_count(), r->start, *r->end), *r->end);
@@ -316,7 +321,7 @@ void JobTable::track_usage(double half_life_s) {
   std::vector<const RunRecord*> ended;
   for (const auto& [key, r] : runs_)
     if (r.end) ended.push_back(&r);
-  charge_ended(std::move(ended));
+  charge_ended(ended);
 }
 
 JobTable::InUse JobTable::gpus_in_use() const {

@@ -231,9 +231,9 @@ class JobTable {
   std::vector<std::string> health_reason_;
   std::map<std::string, GpuHold> draining_;  // by allocation id
   std::map<std::pair<JobId, int>, RunRecord> runs_;
-  // Ended runs' usage (track_usage()); charged in the order the runs end.
+  // Ended runs' usage (track_usage()), each charged once, when its end is applied.
   std::optional<sched::FairShareLedger> usage_;
-  void charge_ended(std::vector<const RunRecord*> ended);
+  void charge_ended(const std::vector<const RunRecord*>& ended);
   std::map<JobId, ArrayProgress> arrays_;
   std::set<JobId> open_arrays_;  // arrays not ended
 };
