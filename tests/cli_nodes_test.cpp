@@ -101,13 +101,19 @@ void tokens_and_audit(const CliCluster& c) {
 // `railyard quota set/list/lift` and `railyard fairshare`: a quota holds a user's second job back until lifted.
 void quotas_and_fairshare(const CliCluster& c) {
   SCOPED_TRACE("quota, fairshare");
-  auto set = c.run({"quota", "set", "--user", "ada", "8"}, c.admin());
+  auto set = c.run({"quota", "set", "--user", "ada", "--gpus", "8"}, c.admin());
   ASSERT_EQ(set.code, 0) << set.err;
-  EXPECT_EQ(set.out, "user ada: at most 8 GPUs at once\n");
-  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "64"}, c.ada()).code, 3) << "users may not set quotas";
-  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "--project", "p", "8"}, c.admin()).code, 2);
-  EXPECT_EQ(c.run({"quota", "set", "8"}, c.admin()).code, 2) << "whose quota?";
-  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "-1"}, c.admin()).code, 2);
+  EXPECT_EQ(set.out, "user ada: at most 8 GPUs at once, 1 share\n");
+  auto shares = c.run({"quota", "set", "--user", "ada", "--shares", "2"}, c.admin());
+  ASSERT_EQ(shares.code, 0) << shares.err;
+  EXPECT_EQ(shares.out, "user ada: at most 8 GPUs at once, 2 shares\n") << "the bound stays";
+  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "--gpus", "64"}, c.ada()).code, 3) << "users may not set quotas";
+  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "--project", "p", "--gpus", "8"}, c.admin()).code, 2);
+  EXPECT_EQ(c.run({"quota", "set", "--gpus", "8"}, c.admin()).code, 2) << "whose quota?";
+  EXPECT_EQ(c.run({"quota", "set", "--user", "ada"}, c.admin()).code, 2) << "nothing to set";
+  for (const char* bad : {"-1", "lots", "1000001"})
+    EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "--gpus", bad}, c.admin()).code, 2) << bad;
+  EXPECT_EQ(c.run({"quota", "set", "--user", "ada", "--shares", "0"}, c.admin()).code, 2);
   std::vector<std::string> ids;
   for (int i = 0; i < 2; ++i) {
     auto r = c.run({"submit", "--gpus", "8", "--", "true"}, c.ada());
@@ -127,6 +133,7 @@ void quotas_and_fairshare(const CliCluster& c) {
   const nlohmann::json quotas = c.run({"quota", "list", "--json"}, "").json()["quotas"];
   ASSERT_EQ(quotas.size(), 1u) << quotas.dump();
   EXPECT_EQ(quotas[0]["in_use"], 8);
+  EXPECT_EQ(quotas[0]["shares"], 2.0);
   const nlohmann::json share = c.run({"fairshare", "--json"}, "").json();
   bool saw_ada = false;
   for (const auto& r : share["rows"])
@@ -134,6 +141,7 @@ void quotas_and_fairshare(const CliCluster& c) {
       saw_ada = true;
       EXPECT_EQ(r["gpus_in_use"], 8);
       EXPECT_EQ(r["pending_jobs"], 1);
+      EXPECT_EQ(r["shares"], 2.0);
     }
   EXPECT_TRUE(saw_ada) << share.dump();
   EXPECT_NE(c.run({"fairshare", "--by", "project"}, "").out.find("FACTOR"), std::string::npos);

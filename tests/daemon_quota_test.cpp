@@ -1,5 +1,6 @@
 // Quotas and fair share in the daemon's Service: quotas an admin sets bound the GPUs a user's or project's
-// jobs hold, survive a restart and can be lifted; passes order jobs by fair-share usage rebuilt from the runs.
+// jobs hold, survive a restart and can be lifted; passes order jobs by fair-share usage, rebuilt from the
+// runs, weighed by the shares an admin sets.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,7 +53,8 @@ TEST(Quotas, AJobPastItsUsersQuotaWaitsUntilTheQuotaIsLiftedAndTheQuotaSurvivesA
   EXPECT_EQ(w.job(c).reason, "quota_user: quota of user ada reached (16 of 16 GPUs in use, needs 8)");
 
   w.reopen();  // a restart: the quota is read back, and the job still waits
-  EXPECT_EQ(w.svc->table().user_quotas().at("ada"), 16);
+  ASSERT_NE(w.svc->table().quota(QuotaRecord::Kind::kUser, "ada"), nullptr);
+  EXPECT_EQ(w.svc->table().quota(QuotaRecord::Kind::kUser, "ada")->gpus, 16);
   w.svc->request_pass();
   w.loop.run();
   EXPECT_EQ(w.job(c).state, JobState::kPending);
@@ -67,12 +69,12 @@ TEST(Quotas, AJobPastItsUsersQuotaWaitsUntilTheQuotaIsLiftedAndTheQuotaSurvivesA
   ASSERT_TRUE(w.svc->set_quota({QuotaRecord::Kind::kUser, "ada", std::nullopt}, kRoot));
   w.loop.run();
   EXPECT_EQ(w.job(d).state, JobState::kStarting);
-  EXPECT_TRUE(w.svc->table().user_quotas().empty());
+  EXPECT_TRUE(w.svc->table().quotas().empty());
   auto again = w.svc->set_quota({QuotaRecord::Kind::kUser, "ada", std::nullopt}, kRoot);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
   w.reopen();
-  EXPECT_TRUE(w.svc->table().user_quotas().empty()) << "a lifted quota stays lifted";
+  EXPECT_TRUE(w.svc->table().quotas().empty()) << "a lifted quota stays lifted";
   EXPECT_EQ(count_rows(w.dir.file("a.db"), "SELECT COUNT(*) FROM events WHERE subject = 'quota:user:ada'"), 3);
 }
 
@@ -93,63 +95,92 @@ TEST(Quotas, AProjectQuotaBoundsEveryUserOfTheProjectAndBadQuotasAreRefused) {
   for (const QuotaRecord& bad : {QuotaRecord{QuotaRecord::Kind::kUser, "", 8},
                                  QuotaRecord{QuotaRecord::Kind::kUser, "ada\n", 8},
                                  QuotaRecord{QuotaRecord::Kind::kUser, "ada", -1},
-                                 QuotaRecord{QuotaRecord::Kind::kProject, "vision", 1'000'001}}) {
+                                 QuotaRecord{QuotaRecord::Kind::kProject, "vision", 1'000'001},
+                                 QuotaRecord{QuotaRecord::Kind::kUser, "ada", 8, 0},
+                                 QuotaRecord{QuotaRecord::Kind::kUser, "ada", std::nullopt, -2},
+                                 QuotaRecord{QuotaRecord::Kind::kUser, "ada", std::nullopt, std::nan("")},
+                                 QuotaRecord{QuotaRecord::Kind::kUser, "ada", std::nullopt, 2e6}}) {
     auto s = w.svc->set_quota(bad, kRoot);
     ASSERT_FALSE(s) << bad.name;
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument) << s.error().message;
   }
-  EXPECT_EQ(w.svc->table().project_quotas().at("vision"), 8);
-  EXPECT_EQ(w.svc->table().user_quotas().size(), 0u);
+  ASSERT_EQ(w.svc->table().quotas().size(), 1u);
+  EXPECT_EQ(w.svc->table().quota(QuotaRecord::Kind::kProject, "vision")->gpus, 8);
 }
 
-// Ada used the whole SU for ten hours; then ada and bob each ask for it while carol holds it. When carol's
-// job ends, bob's goes first although ada's came first, and only with fair share tracked.
-class FairShare : public ::testing::TestWithParam<bool> {};
+// Ada used the whole SU for ten hours, then bob for two; then ada and bob each ask for it again while carol
+// holds it. When carol's job ends, ada's goes first (it came first) without fair share; with it, bob's goes
+// first, having used less; and ada's again once an admin gives ada 20 shares to bob's 1. All in one project,
+// so only the users' factors differ.
+struct FairShareCase {
+  const char* name;
+  bool tracked;
+  double ada_shares;
+  bool ada_first;
+};
 
-TEST_P(FairShare, AUserWhoUsedTheClusterGoesAfterOneWhoDidNot) {
-  const bool tracked = GetParam();
+class FairShare : public ::testing::TestWithParam<FairShareCase> {};
+
+TEST_P(FairShare, UsageAndSharesOrderTheQueue) {
+  const FairShareCase c = GetParam();
+  constexpr double kHalfLife = 7 * 86400.0;
   ArrayWorld w;
-  w.reopen([&](daemon::Service& s) {
-    if (tracked) s.track_usage(7 * 86400.0);
-  });
+  const auto open = [&](daemon::Service& s) {
+    if (c.tracked) s.track_usage(kHalfLife);
+  };
+  w.reopen(open);
   const daemon::Caller bob{"bob", store::Role::kUser}, carol{"carol", store::Role::kUser};
-  const jobs::JobId used = submit_as(w, w.ada, gpus(256));
-  ASSERT_EQ(w.job(used).state, JobState::kStarting);
-  w.now += 36000;
-  w.end({used}, JobState::kCompleted);
-  const jobs::JobId filler = submit_as(w, carol, gpus(256));
+  const auto run_for = [&](const daemon::Caller& who, int64_t seconds) {
+    const jobs::JobId id = submit_as(w, who, gpus(256, "lab"));
+    ASSERT_EQ(w.job(id).state, JobState::kStarting);
+    w.now += seconds;
+    w.end({id}, JobState::kCompleted);
+  };
+  run_for(w.ada, 36000);  // t = 5000 .. 41000
+  run_for(bob, 7200);     // t = 41000 .. 48200
+  const jobs::JobId filler = submit_as(w, carol, gpus(256, "lab"));
   ASSERT_EQ(w.job(filler).state, JobState::kStarting);
   w.now += 10;
-  const jobs::JobId first = submit_as(w, w.ada, gpus(256));
+  const jobs::JobId ada = submit_as(w, w.ada, gpus(256, "lab"));
   w.now += 10;
-  const jobs::JobId second = submit_as(w, bob, gpus(256));
+  const jobs::JobId bobs = submit_as(w, bob, gpus(256, "lab"));
+  if (c.ada_shares != 1) {
+    ASSERT_TRUE(w.svc->set_quota({QuotaRecord::Kind::kUser, "ada", std::nullopt, c.ada_shares}, kRoot));
+  }
   w.now += 1000;
   const auto usage = w.svc->table().usage_at(w.now);
-  if (tracked) {
-    sched::FairShareLedger ledger(7 * 86400.0);
-    const double ada = ledger.decayed_use(256, 5000, 41000) * std::exp2(-1020.0 / (7 * 86400));
-    EXPECT_NEAR(usage.users.at("ada"), ada, ada * 1e-9);
-    EXPECT_NEAR(usage.users.at("carol"), ledger.decayed_use(256, 41000, 42020), 1e-6) << "running: so far";
-    EXPECT_EQ(usage.users.count("bob"), 0u);
+  if (c.tracked) {
+    const sched::FairShareLedger ledger(kHalfLife);
+    const auto decayed = [&](int64_t start, int64_t end) {
+      return ledger.decayed_use(256, start, end) * std::exp2(-static_cast<double>(w.now - end) / kHalfLife);
+    };
+    EXPECT_NEAR(usage.users.at("ada"), decayed(5000, 41000), 1e-3);
+    EXPECT_NEAR(usage.users.at("bob"), decayed(41000, 48200), 1e-3);
+    EXPECT_NEAR(usage.users.at("carol"), decayed(48200, w.now), 1e-3) << "running: so far";
   } else {
     EXPECT_TRUE(usage.users.empty());
   }
   w.end({filler}, JobState::kCompleted);
-  EXPECT_EQ(w.job(tracked ? second : first).state, JobState::kStarting);
-  EXPECT_EQ(w.job(tracked ? first : second).state, JobState::kPending);
+  EXPECT_EQ(w.job(c.ada_first ? ada : bobs).state, JobState::kStarting);
+  EXPECT_EQ(w.job(c.ada_first ? bobs : ada).state, JobState::kPending);
 
   // A restart rebuilds the usage from the runs it loads.
   const auto before = w.svc->table().usage_at(w.now);
-  w.reopen([&](daemon::Service& s) {
-    if (tracked) s.track_usage(7 * 86400.0);
-  });
+  w.reopen(open);
   const auto after = w.svc->table().usage_at(w.now);
+  if (c.ada_shares != 1) {
+    ASSERT_NE(w.svc->table().quota(QuotaRecord::Kind::kUser, "ada"), nullptr);
+    EXPECT_EQ(w.svc->table().quota(QuotaRecord::Kind::kUser, "ada")->shares, c.ada_shares);
+  }
   ASSERT_EQ(after.users.size(), before.users.size());
   for (const auto& [who, u] : before.users) EXPECT_NEAR(after.users.at(who), u, u * 1e-9) << who;
 }
 
-INSTANTIATE_TEST_SUITE_P(WithAndWithout, FairShare, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Tracked" : "Untracked"; });
+INSTANTIATE_TEST_SUITE_P(Cases, FairShare,
+                         ::testing::Values(FairShareCase{"Untracked", false, 1, true},
+                                           FairShareCase{"Tracked", true, 1, false},
+                                           FairShareCase{"TrackedAdaHas20Shares", true, 20, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace railyard

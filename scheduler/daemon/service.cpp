@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <utility>
 
@@ -110,11 +111,20 @@ Status Service::set_quota(lifecycle::QuotaRecord quota, const Caller& who, const
                             " bytes without control characters");
   if (quota.gpus && (*quota.gpus < 0 || *quota.gpus > kMaxQuotaGpus))
     return invalid("gpus: " + std::to_string(*quota.gpus) + " is out of range (0 to " +
-                            std::to_string(kMaxQuotaGpus) + ")");
-  const auto& quotas = quota.kind == lifecycle::QuotaRecord::Kind::kUser ? table_.user_quotas() : table_.project_quotas();
-  if (!quota.gpus && !quotas.count(quota.name)) return not_found(kind + " " + quota.name + " has no quota");
+                   std::to_string(kMaxQuotaGpus) + ")");
+  if (!(quota.shares > 0 && quota.shares <= kMaxShares))  // NaN fails too
+    return invalid("shares: must be a number above 0, at most " + std::to_string(kMaxShares));
+  quota.lifted |= !quota.gpus && quota.shares == 1;  // nothing left to keep
+  if (quota.lifted && !table_.quota(quota.kind, quota.name))
+    return not_found(kind + " " + quota.name + " has no quota");
   WriteBatch b;
-  const std::string what = quota.gpus ? "quota " + std::to_string(*quota.gpus) + " GPUs" : "quota lifted";
+  std::string what = "quota lifted";
+  if (!quota.lifted) {
+    char shares[32];
+    std::snprintf(shares, sizeof shares, "%g", quota.shares);
+    what = "quota " + (quota.gpus ? std::to_string(*quota.gpus) + " GPUs" : std::string("unbounded")) + ", " +
+           shares + (quota.shares == 1 ? " share" : " shares");
+  }
   b.events.push_back({"quota:" + kind + ":" + quota.name, clock_(), who.user, what});
   b.quotas.push_back(std::move(quota));
   if (audit) b.audit.push_back(*audit);

@@ -178,10 +178,12 @@ class Service {
   Status remove_node(const std::string& name, const Caller& who, const store::AuditRecord* audit = nullptr) {
     return nodes_.remove(name, who, audit);
   }
-  // Quotas (lifecycle::QuotaRecord), admin only: sets quota.gpus (0..kMaxQuotaGpus) for the user or project,
-  // or, without gpus, lifts its quota (kNotFound when it has none). Written synced, with an event on
+  // Quotas (lifecycle::QuotaRecord), admin only: replaces the user's or project's record with `quota` (gpus
+  // 0..kMaxQuotaGpus or none, shares in (0, kMaxShares]), or drops it when `quota` is lifted or keeps
+  // nothing (no bound, 1 share); dropping what is not there is kNotFound. Written synced, with an event on
   // "quota:<kind>:<name>"; then a pass, so jobs a higher quota lets start do.
   static constexpr int kMaxQuotaGpus = 1'000'000;
+  static constexpr double kMaxShares = 1e6;
   Status set_quota(lifecycle::QuotaRecord quota, const Caller& who, const store::AuditRecord* audit = nullptr);
   // Fair share from now on (JobTable::track_usage): passes order jobs by their user's and project's usage
   // decayed by this half-life. Any time; the usage is rebuilt from the runs.

@@ -193,8 +193,11 @@ void JobTable::load(State state) {
   draining_.clear();
   runs_.clear();
   if (usage_) usage_.emplace(usage_->half_life_s());
+  quotas_.clear();
   live_.user_quota.clear();
   live_.project_quota.clear();
+  live_.user_shares.clear();
+  live_.project_shares.clear();
   std::fill(health_.begin(), health_.end(), sched::NodeHealth::kUp);
   std::fill(health_reason_.begin(), health_reason_.end(), std::string());
   Changes b;
@@ -296,12 +299,24 @@ void JobTable::apply(const Changes& batch) {
   }
   if (usage_) charge_ended(ended);
   for (const auto& q : batch.quotas) {
-    auto& quotas = q.kind == QuotaRecord::Kind::kUser ? live_.user_quota : live_.project_quota;
-    if (q.gpus)
-      quotas[q.name] = *q.gpus;
-    else
-      quotas.erase(q.name);
+    const bool user = q.kind == QuotaRecord::Kind::kUser;
+    auto& bounds = user ? live_.user_quota : live_.project_quota;
+    auto& shares = user ? live_.user_shares : live_.project_shares;
+    bounds.erase(q.name);
+    shares.erase(q.name);
+    if (q.lifted) {
+      quotas_.erase({q.kind, q.name});
+      continue;
+    }
+    quotas_.insert_or_assign({q.kind, q.name}, q);
+    if (q.gpus) bounds[q.name] = *q.gpus;
+    if (q.shares != 1) shares[q.name] = q.shares;
   }
+}
+
+const QuotaRecord* JobTable::quota(QuotaRecord::Kind kind, const std::string& name) const {
+  auto it = quotas_.find({kind, name});
+  return it == quotas_.end() ? nullptr : &it->second;
 }
 
 // The ledger is decayed once, to the latest end, and each run is added as of its own end (add() decays it the

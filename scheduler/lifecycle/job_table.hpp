@@ -117,9 +117,10 @@ class JobTable {
     std::unordered_map<std::string, int> users, projects;
   };
   InUse gpus_in_use() const;
-  // Quotas in force (QuotaRecord), by user and by project: max GPUs at once.
-  const std::unordered_map<std::string, int>& user_quotas() const { return live_.user_quota; }
-  const std::unordered_map<std::string, int>& project_quotas() const { return live_.project_quota; }
+  // Quotas in force (QuotaRecord), by kind and name; the pass input holds their bounds and shares.
+  using QuotaKey = std::pair<QuotaRecord::Kind, std::string>;
+  const std::map<QuotaKey, QuotaRecord>& quotas() const { return quotas_; }
+  const QuotaRecord* quota(QuotaRecord::Kind kind, const std::string& name) const;
 
   // The pass input, a copy for another thread (the daemon's pass); borrows specs held here (valid until
   // the next load(); see above). O(jobs not finished and not parked): pending and held jobs, and running
@@ -231,6 +232,7 @@ class JobTable {
   std::vector<std::string> health_reason_;
   std::map<std::string, GpuHold> draining_;  // by allocation id
   std::map<std::pair<JobId, int>, RunRecord> runs_;
+  std::map<QuotaKey, QuotaRecord> quotas_;
   // Ended runs' usage (track_usage()), each charged once, when its end is applied.
   std::optional<sched::FairShareLedger> usage_;
   void charge_ended(const std::vector<const RunRecord*>& ended);

@@ -80,6 +80,8 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   s.running.assign(live_.running.begin(), live_.running.end());
   s.user_quota = live_.user_quota;
   s.project_quota = live_.project_quota;
+  s.user_shares = live_.user_shares;
+  s.project_shares = live_.project_shares;
   if (usage_) {
     auto u = usage_at(now);
     s.user_usage = std::move(u.users);

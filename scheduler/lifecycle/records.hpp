@@ -86,13 +86,16 @@ struct RunRecord {
   int gpu_count() const { return static_cast<int>(gpus.size() + slices.size()); }
 };
 
-// An admin's bound on the GPUs (whole GPUs and MIG slices) that a user's or a project's jobs hold at once
-// (sched::Snapshot::user_quota, project_quota): a job that would go past it waits, saying so.
+// What an admin sets on a user or a project, as Slurm's associations hold it: a bound on the GPUs (whole GPUs
+// and MIG slices) its jobs hold at once (sched::Snapshot::user_quota, project_quota), past which a job waits,
+// saying so; and its fair-share shares (sched::Snapshot::user_shares, project_shares).
 struct QuotaRecord {
   enum class Kind { kUser, kProject };
   Kind kind = Kind::kUser;
   std::string name;
-  std::optional<int> gpus;  // nullopt (in a Changes): the quota is lifted
+  std::optional<int> gpus;  // nullopt: no bound
+  double shares = 1;
+  bool lifted = false;  // in a Changes: the record goes (no bound, 1 share)
 };
 std::string_view to_string(QuotaRecord::Kind k);  // "user", "project"
 

@@ -107,6 +107,8 @@ struct Snapshot {
   std::unordered_map<std::string, double> project_usage;
   std::unordered_map<std::string, int> user_quota;        // max GPUs in use at once; missing = unlimited
   std::unordered_map<std::string, int> project_quota;
+  std::unordered_map<std::string, double> user_shares;    // fair-share shares (> 0); missing = 1
+  std::unordered_map<std::string, double> project_shares;
   PolicyConfig config;
   int64_t now = 0;                                        // seconds, any epoch
   // A bound on the pass (the daemon's --pass-budget-ms): asked between jobs, once per kBudgetStride of them

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <numeric>
 #include <sstream>
-#include <unordered_set>
 
 namespace railyard::sched {
 namespace {
@@ -19,49 +18,42 @@ double qos_factor(jobs::Qos q) {
   return 0.5;
 }
 
-struct ShareTable {
-  double total = 0;
-  size_t parties = 0;
-  const std::unordered_map<std::string, double>* usage = nullptr;
-
-  double factor(const std::string& who) const {
-    auto it = usage->find(who);
-    return fair_share_factor(it == usage->end() ? 0.0 : it->second, total, parties);
-  }
-};
-
-ShareTable make_table(const std::unordered_map<std::string, double>& usage, const Snapshot& s, bool by_user) {
-  ShareTable t;
-  t.usage = &usage;
-  std::unordered_set<std::string> parties;
-  for (const auto& [who, used] : usage) {
-    t.total += used;
-    parties.insert(who);
-  }
-  for (const auto& p : s.pending) parties.insert(by_user ? p.spec->user : p.spec->project);
-  t.parties = parties.size();
-  return t;
-}
-
 }  // namespace
 
-double fair_share_factor(double used, double total, size_t parties) {
-  if (total <= 0) return 1.0;
-  const double share = parties == 0 ? 1.0 : 1.0 / static_cast<double>(parties);
-  return std::exp2(-(used / total) / share);
+std::unordered_map<std::string, FairShare> fair_shares(const std::unordered_map<std::string, double>& usage,
+                                                       const std::unordered_map<std::string, double>& shares,
+                                                       std::span<const PendingJob> pending, bool by_user) {
+  std::unordered_map<std::string, FairShare> out;
+  double total = 0;
+  for (const auto& [who, used] : usage) {
+    out[who].usage = used;
+    total += used;
+  }
+  for (const auto& p : pending) out.try_emplace(by_user ? p.spec->user : p.spec->project);
+  double all_shares = 0;
+  for (auto& [who, f] : out) {
+    if (auto it = shares.find(who); it != shares.end()) f.shares = it->second;
+    all_shares += f.shares;
+  }
+  for (auto& [who, f] : out) {
+    f.share = f.shares / all_shares;
+    f.usage_share = total > 0 ? f.usage / total : 0;
+    f.factor = std::exp2(-f.usage_share / f.share);
+  }
+  return out;
 }
 
 std::vector<double> compute_priorities(const Snapshot& s) {
   const auto& cfg = s.config;
-  const ShareTable users = make_table(s.user_usage, s, true);
-  const ShareTable projects = make_table(s.project_usage, s, false);
+  const auto users = fair_shares(s.user_usage, s.user_shares, s.pending, true);
+  const auto projects = fair_shares(s.project_usage, s.project_shares, s.pending, false);
   const double cluster_gpus = std::max(1, s.cluster->gpu_count());
   std::vector<double> out;
   out.reserve(s.pending.size());
   for (const auto& job : s.pending) {
     const auto& spec = *job.spec;
     double age = cfg.age_max_s > 0 ? std::clamp(static_cast<double>(s.now - job.submit_time) / cfg.age_max_s, 0.0, 1.0) : 0;
-    double fair = (users.factor(spec.user) + projects.factor(spec.project)) / 2.0;
+    double fair = (users.at(spec.user).factor + projects.at(spec.project).factor) / 2.0;
     double size = std::min(1.0, spec.total_gpus() * std::max(1, spec.replicas) / cluster_gpus);
     out.push_back(cfg.weight_qos * qos_factor(spec.qos) + cfg.weight_age * age + cfg.weight_fairshare * fair +
                   cfg.weight_size * size + spec.priority);

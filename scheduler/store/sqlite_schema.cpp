@@ -96,9 +96,9 @@ constexpr std::array<std::string_view, 12> kMigrations = {
     // file is 0600); after a rotation the previous key until its grace ends (previous_until, unix seconds).
     R"(CREATE TABLE node_keys (node TEXT PRIMARY KEY, key TEXT NOT NULL, created INTEGER NOT NULL,
          rotated_at INTEGER, previous_key TEXT NOT NULL DEFAULT '', previous_until INTEGER) WITHOUT ROWID;)",
-    // 12: quotas an admin sets: at most `gpus` GPUs held at once by a user's (kind 'user') or a project's
-    // (kind 'project') jobs.
-    R"(CREATE TABLE quotas (kind TEXT NOT NULL, name TEXT NOT NULL, gpus INTEGER NOT NULL,
+    // 12: what an admin sets on a user (kind 'user') or a project (kind 'project'): at most `gpus` GPUs held
+    // at once by its jobs (NULL: no bound), and its fair-share shares.
+    R"(CREATE TABLE quotas (kind TEXT NOT NULL, name TEXT NOT NULL, gpus INTEGER, shares REAL NOT NULL DEFAULT 1,
          PRIMARY KEY (kind, name)) WITHOUT ROWID;)",
 };
 

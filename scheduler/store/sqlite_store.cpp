@@ -208,11 +208,14 @@ Result<StoredState> SqliteStateStore::load() {
       run.outcome = r.text(6);
       s.runs.push_back(std::move(run));
     }
-    sql::Stmt qs(db_, "SELECT kind, name, gpus FROM quotas ORDER BY kind, name");
+    sql::Stmt qs(db_, "SELECT kind, name, gpus, shares FROM quotas ORDER BY kind, name");
     while (qs.step()) {
-      const auto kind = qs.text(0) == "project" ? lifecycle::QuotaRecord::Kind::kProject
-                                                : lifecycle::QuotaRecord::Kind::kUser;
-      s.quotas.push_back({kind, qs.text(1), static_cast<int>(qs.int64(2))});
+      lifecycle::QuotaRecord q;
+      q.kind = qs.text(0) == "project" ? lifecycle::QuotaRecord::Kind::kProject : lifecycle::QuotaRecord::Kind::kUser;
+      q.name = qs.text(1);
+      if (auto gpus = qs.opt_int64(2)) q.gpus = static_cast<int>(*gpus);
+      q.shares = qs.real(3);
+      s.quotas.push_back(std::move(q));
     }
     sql::Stmt k(db_, "SELECT key, first_id, count FROM idempotency");
     while (k.step()) s.idempotency.push_back({k.text(0), k.int64(1), k.int64(2)});
@@ -308,14 +311,15 @@ void SqliteStateStore::write(const WriteBatch& b) {
         .run();
   for (const auto& q : b.quotas) {
     const std::string kind(lifecycle::to_string(q.kind));
-    if (q.gpus)
-      prepared(db_, st.quota, "INSERT OR REPLACE INTO quotas(kind, name, gpus) VALUES (?,?,?)")
+    if (q.lifted)
+      prepared(db_, st.unquota, "DELETE FROM quotas WHERE kind = ? AND name = ?").bind(1, kind).bind(2, q.name).run();
+    else
+      prepared(db_, st.quota, "INSERT OR REPLACE INTO quotas(kind, name, gpus, shares) VALUES (?,?,?,?)")
           .bind(1, kind)
           .bind(2, q.name)
-          .bind(3, int64_t{*q.gpus})
+          .bind(3, q.gpus ? std::optional<int64_t>(*q.gpus) : std::nullopt)
+          .bind(4, std::optional<double>(q.shares))
           .run();
-    else
-      prepared(db_, st.unquota, "DELETE FROM quotas WHERE kind = ? AND name = ?").bind(1, kind).bind(2, q.name).run();
   }
   for (const auto& k : b.idempotency)
     prepared(db_, st.idem, "INSERT OR REPLACE INTO idempotency(key, first_id, count) VALUES (?,?,?)")

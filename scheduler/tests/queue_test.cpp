@@ -187,6 +187,28 @@ TEST(FairShareLedger, DecaysByHalfEveryHalfLife) {
   EXPECT_EQ(l.as_of(), 200);
 }
 
+// The parties are those with usage and those with a pending job; each one's share is its shares over all of
+// theirs; the factor is 2^(-usage share / share).
+TEST(FairShares, PartiesSharesAndFactors) {
+  auto h = Harness::fat_tree(4, 2);
+  h.submit(spec_gpus(8, 3600, "bob"));
+  const std::unordered_map<std::string, double> usage = {{"ada", 300}, {"carol", 100}};
+  const auto equal = fair_shares(usage, {}, h.snapshot().pending, true);
+  ASSERT_EQ(equal.size(), 3u);
+  EXPECT_DOUBLE_EQ(equal.at("ada").share, 1.0 / 3);
+  EXPECT_DOUBLE_EQ(equal.at("ada").usage_share, 0.75);
+  EXPECT_DOUBLE_EQ(equal.at("ada").factor, std::exp2(-0.75 * 3));
+  EXPECT_DOUBLE_EQ(equal.at("bob").factor, 1.0) << "no usage: factor 1";
+  const auto weighted = fair_shares(usage, {{"ada", 6}, {"dave", 50}}, h.snapshot().pending, true);
+  EXPECT_EQ(weighted.count("dave"), 0u) << "shares alone do not make a party";
+  EXPECT_DOUBLE_EQ(weighted.at("ada").share, 0.75);
+  EXPECT_DOUBLE_EQ(weighted.at("ada").factor, 0.5) << "used exactly its share";
+  EXPECT_DOUBLE_EQ(weighted.at("carol").share, 0.125);
+  EXPECT_DOUBLE_EQ(weighted.at("carol").factor, std::exp2(-0.25 / 0.125));
+  const auto nobody = fair_shares({}, {}, h.snapshot().pending, true);
+  EXPECT_DOUBLE_EQ(nobody.at("bob").factor, 1.0);
+}
+
 TEST(FairShareLedger, DecayedUseIsTheIntegralOfDecayedSeconds) {
   FairShareLedger l(100);
   // A GPU for a whole half-life: each second decayed to the end, 100/ln2 * (1 - 1/2).

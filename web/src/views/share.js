@@ -1,7 +1,7 @@
 // Sharing: how the queue divides the cluster. Fair share by user or project (GET /api/v1/fairshare: decayed
-// GPU-hours, share of all usage, the factor the priority uses, GPUs held, jobs waiting) and the quotas admins
-// set (GET /api/v1/quotas, with the GPUs in use against each). Public, as both routes are; refreshed as jobs
-// change.
+// GPU-hours, share of all usage, shares, the factor the priority uses, GPUs held, jobs waiting) and the quotas
+// admins set (GET /api/v1/quotas: GPU bounds with the GPUs in use against each, and shares). Public, as both
+// routes are; refreshed as jobs change.
 
 import {get, query} from '../api.js';
 import {debounce, h} from '../dom.js';
@@ -15,11 +15,11 @@ export function mount(root) {
   const status = h('span', {id: 'share-status', class: 'muted'});
   const shareBody = h('tbody');
   const shareTable = h('table', {class: 'jobs', id: 'share-table'},
-    h('thead', {}, h('tr', {}, ['Name', 'Usage (GPU-h, decayed)', 'Usage share', 'Fair share', 'Factor',
+    h('thead', {}, h('tr', {}, ['Name', 'Usage (GPU-h, decayed)', 'Usage share', 'Shares', 'Fair share', 'Factor',
                                 'GPUs in use', 'Pending'].map((t) => h('th', {text: t})))), shareBody);
   const quotaBody = h('tbody');
   const quotaTable = h('table', {class: 'jobs', id: 'quota-table'},
-    h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Quota (GPUs)', 'In use'].map((t) => h('th', {text: t})))),
+    h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Quota (GPUs)', 'In use', 'Shares'].map((t) => h('th', {text: t})))),
     quotaBody);
   const halfLife = h('p', {class: 'muted', id: 'share-half-life'});
   root.append(h('h1', {text: 'Sharing'}), h('div', {class: 'toolbar'}, by, status),
@@ -28,12 +28,14 @@ export function mount(root) {
 
   const shareRow = (r, key) => h('tr', {'data-name': r[key]},
     h('td', {text: r[key]}), h('td', {class: 'num', text: r.usage_gpu_hours.toFixed(1)}),
-    h('td', {class: 'num', text: pct(r.usage_share)}), h('td', {class: 'num', text: pct(r.fair_share)}),
+    h('td', {class: 'num', text: pct(r.usage_share)}), h('td', {class: 'num', text: r.shares}),
+    h('td', {class: 'num', text: pct(r.fair_share)}),
     h('td', {class: 'num', text: r.factor.toFixed(3)}), h('td', {class: 'num', text: r.gpus_in_use}),
     h('td', {class: 'num', text: r.pending_jobs}));
   const quotaRow = (q) => h('tr', {'data-kind': q.kind, 'data-name': q.name},
-    h('td', {text: q.kind}), h('td', {text: q.name}), h('td', {class: 'num', text: q.gpus}),
-    h('td', {class: `num ${q.in_use >= q.gpus ? 'error' : ''}`, text: q.in_use}));
+    h('td', {text: q.kind}), h('td', {text: q.name}), h('td', {class: 'num', text: q.gpus ?? '-'}),
+    h('td', {class: `num ${q.gpus !== null && q.in_use >= q.gpus ? 'error' : ''}`, text: q.in_use}),
+    h('td', {class: 'num', text: q.shares}));
 
   async function load() {
     try {
@@ -41,7 +43,7 @@ export function mount(root) {
       if (stopped) return;
       shareBody.replaceChildren(...share.rows.map((r) => shareRow(r, share.by)));
       quotaBody.replaceChildren(...(quotas.quotas.length ? quotas.quotas.map(quotaRow)
-        : [h('tr', {}, h('td', {colspan: 4, class: 'muted', text: 'no quotas: every user and project may use every GPU'}))]));
+        : [h('tr', {}, h('td', {colspan: 5, class: 'muted', text: 'no quotas: every user and project may use every GPU, with 1 share'}))]));
       const days = share.half_life_s / 86400;
       halfLife.textContent = share.half_life_s > 0
         ? `Usage halves every ${days >= 1 ? `${+days.toFixed(1)} days` : `${+(share.half_life_s / 3600).toFixed(1)} hours`}; ` +
