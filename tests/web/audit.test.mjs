@@ -3,26 +3,17 @@
 // source and the answer; a user token sees neither the tab nor the rows.
 
 import assert from 'node:assert/strict';
-import {after, before, describe, test} from 'node:test';
-import {api, chromiumPath, launchBrowser, screenshot, startScheduler} from './harness.mjs';
+import {describe, test} from 'node:test';
+import {api, chromiumPath, schedulerAndBrowser, screenshot} from './harness.mjs';
 
 const skip = chromiumPath() ? false : 'chromium is not installed (apt-get install chromium)';
 
 describe('audit view', {skip}, () => {
-  let s;
-  let b;
-  before(async () => {
-    s = await startScheduler({preset: 'dgx-h100-superpod', sus: 1});
-    b = await launchBrowser();
-  });
-  after(async () => {
-    await b?.close();
-    await s?.stop();
-  });
+  const env = schedulerAndBrowser({preset: 'dgx-h100-superpod', sus: 1});
 
   async function openAs(token) {
-    const page = await b.newPage();
-    await page.goto(`${s.url}/#/overview`);
+    const page = await env.b.newPage();
+    await page.goto(`${env.s.url}/#/overview`);
     await page.evaluate((t) => sessionStorage.setItem('railyard.token', t), token);
     await page.reload();
     await page.waitForFunction(() => document.getElementById('token-status').textContent !== '');
@@ -30,9 +21,9 @@ describe('audit view', {skip}, () => {
   }
 
   test('an admin sees the submit and the cancel, newest first', async () => {
-    const {id} = await api(s.api, 'POST', '/jobs', {name: 'audited', gpus: 1}, s.token);
-    await api(s.api, 'POST', `/jobs/${id}/cancel`, undefined, s.token);
-    const page = await openAs(s.token);
+    const {id} = await api(env.s.api, 'POST', '/jobs', {name: 'audited', gpus: 1}, env.s.token);
+    await api(env.s.api, 'POST', `/jobs/${id}/cancel`, undefined, env.s.token);
+    const page = await openAs(env.s.token);
     await page.waitForSelector('#nav-audit', {state: 'visible'});
     await page.click('#nav-audit');
     const cancel = page.locator(`#audit-table tr[data-target="/api/v1/jobs/${id}/cancel"]`);
@@ -51,10 +42,10 @@ describe('audit view', {skip}, () => {
   });
 
   test('a user token sees no Audit tab and no rows', async () => {
-    const page = await openAs(s.userToken);
+    const page = await openAs(env.s.userToken);
     await page.waitForFunction(() => document.getElementById('token-status').textContent.includes('not an admin'));
     assert.equal(await page.isVisible('#nav-audit'), false);
-    await page.goto(`${s.url}/#/audit`);
+    await page.goto(`${env.s.url}/#/audit`);
     await page.waitForSelector('main .note');
     assert.match(await page.textContent('main .note'), /Audit view needs an admin token/);
     assert.equal(await page.locator('#audit-table').count(), 0);

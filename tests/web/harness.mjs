@@ -13,6 +13,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {createRequire} from 'node:module';
+import {after, before} from 'node:test';
 import {fileURLToPath} from 'node:url';
 
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -198,6 +199,21 @@ export function chromiumPath() {
     if (p && fs.existsSync(p)) return p;
   }
   return null;
+}
+
+// A scheduler (startScheduler(opts)) and a browser for the tests of one describe block: started before them,
+// stopped after. Returns {s, b}, set once both are up.
+export function schedulerAndBrowser(opts) {
+  const env = {s: null, b: null};
+  before(async () => {
+    env.s = await startScheduler(opts);
+    env.b = await launchBrowser();
+  });
+  after(async () => {
+    await env.b?.close();
+    await env.s?.stop();
+  });
+  return env;
 }
 
 // Headless Chromium with a throwaway profile. Returns {context, newPage(), close()}; every page records

@@ -4,28 +4,19 @@
 // starts.
 
 import assert from 'node:assert/strict';
-import {after, before, describe, test} from 'node:test';
-import {api, chromiumPath, launchBrowser, screenshot, startScheduler} from './harness.mjs';
+import {describe, test} from 'node:test';
+import {api, chromiumPath, schedulerAndBrowser, screenshot} from './harness.mjs';
 
 const skip = chromiumPath() ? false : 'chromium is not installed (apt-get install chromium)';
 
 describe('sharing view', {skip}, () => {
-  let s;
-  let b;
-  before(async () => {
-    s = await startScheduler({preset: 'dgx-h100-superpod', sus: 1});
-    b = await launchBrowser();
-  });
-  after(async () => {
-    await b?.close();
-    await s?.stop();
-  });
+  const env = schedulerAndBrowser({preset: 'dgx-h100-superpod', sus: 1});
 
   test('quotas and fair share of a user held back by a quota', async () => {
-    await api(s.api, 'POST', '/quotas/user/ada', {gpus: 8, shares: 3}, s.token);
-    for (let i = 0; i < 2; i++) await api(s.api, 'POST', '/jobs', {name: `q${i}`, gpus: 8}, s.userToken);
-    const page = await b.newPage();
-    await page.goto(`${s.url}/#/overview`);
+    await api(env.s.api, 'POST', '/quotas/user/ada', {gpus: 8, shares: 3}, env.s.token);
+    for (let i = 0; i < 2; i++) await api(env.s.api, 'POST', '/jobs', {name: `q${i}`, gpus: 8}, env.s.userToken);
+    const page = await env.b.newPage();
+    await page.goto(`${env.s.url}/#/overview`);
     await page.click('#nav-share');
     const quota = page.locator('#quota-table tr[data-kind="user"][data-name="ada"]');
     await quota.waitFor({timeout: 10000});
@@ -43,7 +34,7 @@ describe('sharing view', {skip}, () => {
     assert.match(await page.textContent('#share-half-life'), /halves every 7 days/);
     await screenshot(page, 'share');
 
-    await api(s.api, 'POST', '/quotas/user/ada/lift', undefined, s.token);
+    await api(env.s.api, 'POST', '/quotas/user/ada/lift', undefined, env.s.token);
     await page.waitForFunction(() => {
       const row = document.querySelector('#share-table tr[data-name="ada"]');
       return !document.querySelector('#quota-table tr[data-name="ada"]') && row && row.cells[6].textContent === '16';
