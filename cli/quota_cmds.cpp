@@ -34,7 +34,7 @@ void run_quota_list(const QuotaOptions& o) {
   if (o.json) return print_json(answer);
   const Json rows = answer.value("quotas", Json::array());
   if (rows.empty()) {
-    std::cerr << "railyard: no quotas set (every user and project may use every GPU)" << std::endl;
+    std::cerr << "railyard: no quotas set (every user and project may use every GPU, with 1 share)" << std::endl;
     return;
   }
   Table t({"KIND", "NAME", "GPUS", "IN USE", "SHARES"});
@@ -49,7 +49,7 @@ void run_quota_list(const QuotaOptions& o) {
   t.print();
 }
 
-// "64 GPUs at once, 2 shares"
+// "at most 64 GPUs at once, 2 shares" (or "no GPU bound, 1 share")
 std::string describe(const Json& q) {
   std::string out = q["gpus"].is_number_integer() ? "at most " + std::to_string(q["gpus"].get<int>()) + " GPUs at once"
                                                   : "no GPU bound";

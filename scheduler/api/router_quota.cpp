@@ -1,5 +1,6 @@
-// The router's quota and fair-share routes: quotas an admin sets on users and projects (GPUs held at once),
-// and the fair-share usage passes order jobs by (JobTable::track_usage, sched::fair_share_factor).
+// The router's quota and fair-share routes: what an admin sets on users and projects (a bound on the GPUs
+// held at once, fair-share shares), and the fair-share standing passes order jobs by (JobTable::track_usage,
+// sched::fair_shares).
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -34,12 +35,11 @@ int in_map(const std::unordered_map<std::string, int>& m, const std::string& k) 
   return it == m.end() ? 0 : it->second;
 }
 
-json quota_json(const QuotaRecord& q, int in_use) {
+json quota_json(const QuotaRecord& q) {
   return {{"kind", lifecycle::to_string(q.kind)},
           {"name", q.name},
           {"gpus", q.gpus ? json(*q.gpus) : json(nullptr)},
-          {"shares", q.shares},
-          {"in_use", in_use}};
+          {"shares", q.shares}};
 }
 
 }  // namespace
@@ -48,8 +48,11 @@ HttpResponse Router::quota_list() {
   const auto& table = service_.table();
   const auto in_use = table.gpus_in_use();
   json out = json::array();
-  for (const auto& [key, q] : table.quotas())
-    out.push_back(quota_json(q, in_map(q.kind == QuotaRecord::Kind::kUser ? in_use.users : in_use.projects, q.name)));
+  for (const auto& [key, q] : table.quotas()) {
+    json row = quota_json(q);
+    row["in_use"] = in_map(q.kind == QuotaRecord::Kind::kUser ? in_use.users : in_use.projects, q.name);
+    out.push_back(std::move(row));
+  }
   return json_response(200, {{"quotas", std::move(out)}});
 }
 
@@ -94,8 +97,7 @@ HttpResponse Router::quota_action(Call& call) {
   }
   if (auto s = service_.set_quota(q, *call.who, call.audit_as(200)); !s) return error_response(s.error());
   const QuotaRecord* after = service_.table().quota(*kind, name);
-  json out = quota_json(after ? *after : blank(*kind, name), 0);
-  out.erase("in_use");
+  json out = quota_json(after ? *after : blank(*kind, name));
   out["lifted"] = after == nullptr;
   return json_response(200, out);
 }

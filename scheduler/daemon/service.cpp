@@ -1,13 +1,13 @@
 #include "scheduler/daemon/service.hpp"
 
-#include "jobs/validate.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
 #include <utility>
+
+#include "jobs/validate.hpp"
 
 namespace railyard::daemon {
 namespace {
@@ -108,12 +108,12 @@ Status Service::set_quota(lifecycle::QuotaRecord quota, const Caller& who, const
   if (quota.name.empty() || quota.name.size() > jobs::kMaxNameLength ||
       std::any_of(quota.name.begin(), quota.name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
     return invalid(kind + " name: 1 to " + std::to_string(jobs::kMaxNameLength) +
-                            " bytes without control characters");
+                   " bytes without control characters");
   if (quota.gpus && (*quota.gpus < 0 || *quota.gpus > kMaxQuotaGpus))
     return invalid("gpus: " + std::to_string(*quota.gpus) + " is out of range (0 to " +
                    std::to_string(kMaxQuotaGpus) + ")");
   if (!(quota.shares > 0 && quota.shares <= kMaxShares))  // NaN fails too
-    return invalid("shares: must be a number above 0, at most " + std::to_string(kMaxShares));
+    return invalid("shares: must be a number above 0, at most 1000000");
   quota.lifted |= !quota.gpus && quota.shares == 1;  // nothing left to keep
   if (quota.lifted && !table_.quota(quota.kind, quota.name))
     return not_found(kind + " " + quota.name + " has no quota");

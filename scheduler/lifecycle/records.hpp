@@ -110,7 +110,7 @@ struct State {
 
 // What one transition changes, applied whole (JobTable::apply) after the daemon committed it. Inserts carry
 // new jobs (spec included); updates carry every field but the spec, user and submit time. Holds, runs and
-// quotas are whole records (insert or replace; a quota without gpus is lifted); `released` drops holds by
+// quotas are whole records (insert or replace; a lifted quota is dropped); `released` drops holds by
 // allocation id.
 struct Changes {
   std::vector<JobRecord> inserts;
