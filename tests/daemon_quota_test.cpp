@@ -91,6 +91,16 @@ TEST(Quotas, AProjectQuotaBoundsEveryUserOfTheProjectAndBadQuotasAreRefused) {
   EXPECT_EQ(w.job(b).reason, "quota_project: quota of project vision reached (8 of 8 GPUs in use, needs 8)");
   EXPECT_EQ(w.job(other).state, JobState::kStarting);
   EXPECT_EQ(w.svc->table().gpus_in_use().projects.at("vision"), 8);
+  // An ended allocation whose kill is not confirmed yet still holds its GPUs, and counts until released.
+  const std::string alloc = std::to_string(a) + ".1";
+  w.svc->table().hold_gpus({alloc, a, w.job(a).gpus, w.job(a).nodes});
+  w.end({a}, JobState::kCompleted);
+  EXPECT_EQ(w.svc->table().gpus_in_use().projects.at("vision"), 8) << "a draining allocation counts";
+  EXPECT_EQ(w.job(b).state, JobState::kPending);
+  w.svc->table().release_gpus(alloc);
+  w.svc->request_pass();
+  w.loop.run();
+  EXPECT_EQ(w.job(b).state, JobState::kStarting);
 
   for (const QuotaRecord& bad : {QuotaRecord{QuotaRecord::Kind::kUser, "", 8},
                                  QuotaRecord{QuotaRecord::Kind::kUser, "ada\n", 8},

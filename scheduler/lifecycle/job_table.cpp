@@ -346,6 +346,11 @@ JobTable::InUse JobTable::gpus_in_use() const {
     u.users[r.spec->user] += gpus;
     u.projects[r.spec->project] += gpus;
   }
+  for (const auto& [alloc, d] : draining_)  // held until their kill is confirmed, as the passes count them
+    if (const JobRecord* j = find(d.job)) {
+      u.users[j->spec.user] += static_cast<int>(d.gpus.size());
+      u.projects[j->spec.project] += static_cast<int>(d.gpus.size());
+    }
   return u;
 }
 

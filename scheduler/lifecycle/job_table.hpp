@@ -112,7 +112,8 @@ class JobTable {
     std::unordered_map<std::string, double> users, projects;
   };
   Usage usage_at(int64_t now) const;
-  // GPUs (whole and MIG slices) held by STARTING/RUNNING jobs, by user and by project: what quotas bound.
+  // GPUs (whole and MIG slices) held by STARTING/RUNNING jobs, and those of ended allocations still draining
+  // (gpu_holds()), by user and by project: what quotas bound, as the passes count it.
   struct InUse {
     std::unordered_map<std::string, int> users, projects;
   };
