@@ -49,6 +49,7 @@ DaemonWorld::DaemonWorld() : dir_(make_temp_dir()) {
       [this](std::chrono::milliseconds, std::function<void()> fn) { work_.push_back(std::move(fn)); }};
   service =
       std::make_unique<daemon::Service>(*cluster_, std::move(*st), std::move(loop), [this] { return now; });
+  service->track_usage(7 * 86400.0);  // as the daemon does: fair-share usage in every pass and in /fairshare
   if (!service->open()) throw std::runtime_error("open failed");
   daemon::AgentHubOptions o;
   o.secret = kSecret;
