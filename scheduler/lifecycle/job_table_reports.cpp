@@ -55,7 +55,8 @@ Changes JobTable::nodes_down_changes(const std::vector<std::string>& names, cons
     b.nodes.push_back({n, sched::NodeHealth::kDown, reason});
     b.events.push_back({"node:" + n, now, "scheduler", "down: " + reason});
   }
-  for (const auto& [id, r] : holding_) {
+  for (const auto& held : holding_) {
+    const JobRecord* r = held.second;  // not a structured binding: the lambda below captures it
     const auto on = std::find_if(names.begin(), names.end(), [&](const std::string& n) {
       return std::find(r->nodes.begin(), r->nodes.end(), n) != r->nodes.end();
     });
