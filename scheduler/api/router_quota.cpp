@@ -1,7 +1,7 @@
 // The router's quota and fair-share routes: what an admin sets on users and projects (a bound on the GPUs
 // held at once, fair-share shares), and the fair-share standing passes order jobs by (JobTable::track_usage,
 // sched::fair_shares).
-#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <unordered_map>
 
@@ -81,12 +81,7 @@ HttpResponse Router::quota_action(Call& call) {
         }
         if (!v.is_number_integer())
           return error_response(400, "invalid_argument", "gpus: must be a whole number of GPUs, or null for no bound");
-        const auto n = v.get<int64_t>();
-        if (n < 0 || n > daemon::Service::kMaxQuotaGpus)
-          return error_response(400, "invalid_argument",
-                                "gpus: " + std::to_string(n) + " is out of range (0 to " +
-                                    std::to_string(daemon::Service::kMaxQuotaGpus) + ")");
-        q.gpus = static_cast<int>(n);
+        q.gpus = v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX ? INT64_MAX : v.get<int64_t>();
       } else if (k == "shares") {
         if (!v.is_number()) return error_response(400, "invalid_argument", "shares: must be a number");
         q.shares = v.get<double>();
@@ -116,8 +111,6 @@ HttpResponse Router::fair_share(const Route& route) {
   for (const auto& [key, q] : table.quotas())
     if (key.first == (user ? QuotaRecord::Kind::kUser : QuotaRecord::Kind::kProject)) shares[q.name] = q.shares;
   const auto parties = sched::fair_shares(user ? usage.users : usage.projects, shares, table.pass_pending(), user);
-  std::map<std::string, int64_t> pending;
-  for (const auto& p : table.pass_pending()) ++pending[user ? p.spec->user : p.spec->project];
   const auto in_use = table.gpus_in_use();
   const auto& held = user ? in_use.users : in_use.projects;
   json rows = json::array();
@@ -129,7 +122,7 @@ HttpResponse Router::fair_share(const Route& route) {
                     {"fair_share", f.share},
                     {"factor", f.factor},
                     {"gpus_in_use", in_map(held, who)},
-                    {"pending_jobs", pending.count(who) ? pending[who] : 0}});
+                    {"pending_jobs", f.pending_jobs}});
   return json_response(200, {{"by", by},
                              {"time", now},
                              {"half_life_s", table.usage_half_life_s()},

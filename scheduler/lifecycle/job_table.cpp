@@ -309,7 +309,7 @@ void JobTable::apply(const Changes& batch) {
       continue;
     }
     quotas_.insert_or_assign({q.kind, q.name}, q);
-    if (q.gpus) bounds[q.name] = *q.gpus;
+    if (q.gpus) bounds[q.name] = static_cast<int>(*q.gpus);  // at most Service::kMaxQuotaGpus
     if (q.shares != 1) shares[q.name] = q.shares;
   }
 }

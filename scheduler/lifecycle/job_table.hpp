@@ -104,7 +104,6 @@ class JobTable {
   // track_usage() on, rebuilt from the runs held (so a restart, which loads every run, loses nothing); off
   // by default (the simulator integrates usage itself).
   void track_usage(double half_life_s);
-  bool tracks_usage() const { return usage_.has_value(); }
   double usage_half_life_s() const { return usage_ ? usage_->half_life_s() : 0; }
   // The usage as of `now` (not before the last run ended): ended runs', and running jobs' so far. Empty
   // maps when usage is not tracked.

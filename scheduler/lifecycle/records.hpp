@@ -93,7 +93,7 @@ struct QuotaRecord {
   enum class Kind { kUser, kProject };
   Kind kind = Kind::kUser;
   std::string name;
-  std::optional<int> gpus;  // nullopt: no bound
+  std::optional<int64_t> gpus;  // nullopt: no bound
   double shares = 1;
   bool lifted = false;  // in a Changes: the record goes (no bound, 1 share)
 };

@@ -29,7 +29,7 @@ std::unordered_map<std::string, FairShare> fair_shares(const std::unordered_map<
     out[who].usage = used;
     total += used;
   }
-  for (const auto& p : pending) out.try_emplace(by_user ? p.spec->user : p.spec->project);
+  for (const auto& p : pending) ++out[by_user ? p.spec->user : p.spec->project].pending_jobs;
   double all_shares = 0;
   for (auto& [who, f] : out) {
     if (auto it = shares.find(who); it != shares.end()) f.shares = it->second;

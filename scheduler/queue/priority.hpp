@@ -30,6 +30,7 @@ struct FairShare {
   double shares = 1;       // as an admin set them (Snapshot::user_shares, project_shares)
   double share = 1;        // S: its shares over every counted party's
   double factor = 1;       // 2^(-U / S)
+  int64_t pending_jobs = 0;  // its jobs in `pending`
 };
 // Every party F counts, by name: those with usage and those with a job in `pending`, by user or by project.
 std::unordered_map<std::string, FairShare> fair_shares(const std::unordered_map<std::string, double>& usage,

@@ -55,10 +55,11 @@ class Simulator {
   // while scavenger jobs run (it may preempt them); and it creates array tasks while an array is open.
   // Skipping the others changes no start (only when a rejection is seen).
   bool pass_can_start_something();
-  // The fewest GPUs a waiting job asks for (INT_MAX: none), and whether a high-QoS job waits, recomputed
-  // when a pass or an end may have changed who waits.
-  int min_waiting_gpus();
-  bool high_waiting();
+  // The fewest GPUs a waiting job asks for (INT_MAX: none), and whether a high-QoS job waits: recomputed by
+  // refresh_waiting() when a pass or an end may have changed who waits.
+  void refresh_waiting();
+  int min_waiting_gpus() { return refresh_waiting(), min_waiting_; }
+  bool high_waiting() { return refresh_waiting(), high_waiting_; }
   void start(const sched::Placement& p, int64_t t);
   void stop(JobId id, int64_t t);
   jobs::JobSpec spec_of(const TraceJob& row) const;
@@ -201,22 +202,15 @@ int64_t Simulator::next_event_time() {
   return t;
 }
 
-int Simulator::min_waiting_gpus() {
-  if (min_stale_) {
-    min_waiting_ = INT_MAX;
-    high_waiting_ = false;
-    for (const sched::PendingJob& p : vc_.table().pass_pending()) {
-      min_waiting_ = std::min(min_waiting_, p.spec->gpus);
-      high_waiting_ = high_waiting_ || p.spec->qos == jobs::Qos::kHigh;
-    }
-    min_stale_ = false;
+void Simulator::refresh_waiting() {
+  if (!min_stale_) return;
+  min_waiting_ = INT_MAX;
+  high_waiting_ = false;
+  for (const sched::PendingJob& p : vc_.table().pass_pending()) {
+    min_waiting_ = std::min(min_waiting_, p.spec->gpus);
+    high_waiting_ = high_waiting_ || p.spec->qos == jobs::Qos::kHigh;
   }
-  return min_waiting_;
-}
-
-bool Simulator::high_waiting() {
-  min_waiting_gpus();
-  return high_waiting_;
+  min_stale_ = false;
 }
 
 bool Simulator::pass_can_start_something() {

@@ -148,9 +148,9 @@ Result<std::vector<TraceJob>> synthesize(const SynthSpec& spec, int64_t cluster_
   }
   std::mt19937_64 qos_rng(spec.seed ^ 0x9e3779b97f4a7c15ULL);
   for (TraceJob& job : jobs) {
-    const double u = uniform(qos_rng);
-    if (job.gpus > 8 ? u < spec.high : u < spec.scavenger)
-      job.qos = job.gpus > 8 ? railyard::jobs::Qos::kHigh : railyard::jobs::Qos::kScavenger;
+    const bool big = job.gpus > 8;
+    if (uniform(qos_rng) < (big ? spec.high : spec.scavenger))
+      job.qos = big ? railyard::jobs::Qos::kHigh : railyard::jobs::Qos::kScavenger;
   }
   return jobs;
 }

@@ -213,7 +213,7 @@ Result<StoredState> SqliteStateStore::load() {
       lifecycle::QuotaRecord q;
       q.kind = qs.text(0) == "project" ? lifecycle::QuotaRecord::Kind::kProject : lifecycle::QuotaRecord::Kind::kUser;
       q.name = qs.text(1);
-      if (auto gpus = qs.opt_int64(2)) q.gpus = static_cast<int>(*gpus);
+      q.gpus = qs.opt_int64(2);
       q.shares = qs.real(3);
       s.quotas.push_back(std::move(q));
     }
@@ -317,7 +317,7 @@ void SqliteStateStore::write(const WriteBatch& b) {
       prepared(db_, st.quota, "INSERT OR REPLACE INTO quotas(kind, name, gpus, shares) VALUES (?,?,?,?)")
           .bind(1, kind)
           .bind(2, q.name)
-          .bind(3, q.gpus ? std::optional<int64_t>(*q.gpus) : std::nullopt)
+          .bind(3, q.gpus)
           .bind(4, std::optional<double>(q.shares))
           .run();
   }

@@ -199,6 +199,8 @@ TEST(FairShares, PartiesSharesAndFactors) {
   EXPECT_DOUBLE_EQ(equal.at("ada").usage_share, 0.75);
   EXPECT_DOUBLE_EQ(equal.at("ada").factor, std::exp2(-0.75 * 3));
   EXPECT_DOUBLE_EQ(equal.at("bob").factor, 1.0) << "no usage: factor 1";
+  EXPECT_EQ(equal.at("bob").pending_jobs, 1);
+  EXPECT_EQ(equal.at("ada").pending_jobs, 0);
   const auto weighted = fair_shares(usage, {{"ada", 6}, {"dave", 50}}, h.snapshot().pending, true);
   EXPECT_EQ(weighted.count("dave"), 0u) << "shares alone do not make a party";
   EXPECT_DOUBLE_EQ(weighted.at("ada").share, 0.75);
