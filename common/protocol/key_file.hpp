@@ -13,6 +13,12 @@
 
 namespace railyard::protocol {
 
+// The contents of a credential file (a node key file, the cluster secret), refused as ssh refuses a private
+// key that others can read: the file is opened once and checked on that descriptor (fstat), so a rename
+// between check and read changes nothing. Refused: not a regular file; owned by someone other than the
+// running user or root; any group/other permission bit set. Errors name the file and say `chmod 600`.
+Result<std::string> read_private_file(const std::string& path);
+
 // Whether `key` has the form of a node key (what random_hex(kNodeKeyBytes) makes).
 bool valid_node_key(const std::string& key);
 

@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include <stdexcept>
+#include <string>
 
 namespace railyard::protocol {
 namespace {
@@ -63,6 +64,55 @@ std::string random_hex(size_t bytes) {
   if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1)
     throw std::runtime_error("RAND_bytes failed");
   return hex(reinterpret_cast<const unsigned char*>(raw.data()), bytes);
+}
+
+bool valid_challenge(std::string_view challenge) {
+  if (challenge.size() != 2 * kChallengeBytes) return false;
+  for (char c : challenge)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+std::string session_key(std::string_view key, std::string_view challenge, std::string_view agent_challenge,
+                        std::string_view agent) {
+  std::string text = "session\n";
+  text.append(challenge).append("\n").append(agent_challenge).append("\n").append(agent);
+  return hmac_sha256_hex(key, text);
+}
+
+namespace {
+
+constexpr std::string_view kMacOpen = ",\"mac\":\"";
+constexpr size_t kMacHex = 64;
+constexpr size_t kSuffixSize = kMacOpen.size() + kMacHex + 2;  // ,"mac":"<hex>"}
+
+}  // namespace
+
+std::string OrderSealer::seal(std::string text) {
+  const bool empty = text.size() <= 2;  // "{}"
+  text.insert(1, "\"n\":" + std::to_string(++sent_) + (empty ? "" : ","));
+  const std::string mac = hmac_sha256_hex(key_, text);
+  text.pop_back();  // the closing '}'
+  text.append(kMacOpen).append(mac).append("\"}");
+  return text;
+}
+
+Status OrderVerifier::verify(std::string_view text, const nlohmann::json& msg) {
+  if (text.size() < kSuffixSize + 1 || text.back() != '}' ||
+      text.substr(text.size() - kSuffixSize, kMacOpen.size()) != kMacOpen ||
+      text[text.size() - 2] != '"')
+    return invalid("no MAC");
+  const std::string_view mac = text.substr(text.size() - kSuffixSize + kMacOpen.size(), kMacHex);
+  std::string signed_text(text.substr(0, text.size() - kSuffixSize));
+  signed_text.push_back('}');
+  if (!same_mac(mac, hmac_sha256_hex(key_, signed_text))) return invalid("bad MAC (not made with this session's key)");
+  auto n = msg.find("n");
+  if (n == msg.end() || !n->is_number_integer()) return invalid("no counter \"n\"");
+  const int64_t value = n->get<int64_t>();
+  if (value <= last_)
+    return invalid("replayed or out of order: n " + std::to_string(value) + " after " + std::to_string(last_));
+  last_ = value;
+  return ok();
 }
 
 }  // namespace railyard::protocol

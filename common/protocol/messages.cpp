@@ -36,10 +36,18 @@ void from_json(const json& j, RunningAlloc& m) {
   m.pids = get_or<std::vector<int64_t>>(j, "pids", {});
 }
 
+void to_json(json& j, const RunsAs& m) { j = {{"uid", m.uid}, {"user", m.user}, {"switch_users", m.switch_users}}; }
+void from_json(const json& j, RunsAs& m) {
+  m.uid = get<int64_t>(j, "uid");
+  m.user = get_or<std::string>(j, "user", "");
+  m.switch_users = get<bool>(j, "switch_users");
+}
+
 void to_json(json& j, const RegisterNode& m) {
   j = {{"name", m.name}, {"inventory", m.inventory}, {"running", m.running}};
   if (m.health) j["health"] = *m.health;
   if (m.mac) j["mac"] = *m.mac;
+  if (m.runs_as) j["runs_as"] = *m.runs_as;
 }
 void from_json(const json& j, RegisterNode& m) {
   m.name = get<std::string>(j, "name");
@@ -48,17 +56,20 @@ void from_json(const json& j, RegisterNode& m) {
   m.running = get_or<std::vector<RunningAlloc>>(j, "running", {});
   m.health = opt<HealthState>(j, "health");
   m.mac = opt<std::string>(j, "mac");
+  m.runs_as = opt<RunsAs>(j, "runs_as");
 }
 
 void to_json(json& j, const Register& m) {
   j = {{"agent", m.agent}, {"nodes", m.nodes}, {"finished", m.finished}};
   if (m.mac) j["mac"] = *m.mac;
+  if (m.agent_challenge) j["agent_challenge"] = *m.agent_challenge;
 }
 void from_json(const json& j, Register& m) {
   m.agent = get<std::string>(j, "agent");
   m.nodes = get<std::vector<RegisterNode>>(j, "nodes");
   m.finished = get_or<std::vector<json>>(j, "finished", {});
   m.mac = opt<std::string>(j, "mac");
+  m.agent_challenge = opt<std::string>(j, "agent_challenge");
 }
 
 void to_json(json& j, const Rejected& m) { j = {{"name", m.name}, {"reason", m.reason}}; }

@@ -49,12 +49,22 @@ struct RunningAlloc {  // register.nodes[].running[]
   std::vector<int64_t> pids;
 };
 
+// register.nodes[].runs_as: who the agent runs as. An agent that is not root cannot switch users: it runs a
+// job only for its own user and refuses every other user's (launch_failed), and says so here so the
+// scheduler can refuse such jobs at submit. Absent (older agents): treated as able to switch users.
+struct RunsAs {
+  int64_t uid = 0;
+  std::string user;
+  bool switch_users = true;
+};
+
 struct RegisterNode {
   std::string name;
   json inventory = json::object();  // discovery's result; the scheduler reads "gpus"
   std::vector<RunningAlloc> running;
   std::optional<HealthState> health;
   std::optional<std::string> mac;  // per-node keys: node_mac() with this node's key
+  std::optional<RunsAs> runs_as;
 };
 
 struct Register {
@@ -63,6 +73,9 @@ struct Register {
   std::vector<RegisterNode> nodes;
   std::vector<json> finished;      // alloc_finished reports, each read as AllocFinished when applied
   std::optional<std::string> mac;  // cluster secret: register_mac() over every node name
+  // The agent's own fresh challenge (random_hex(32)), half of the connection's session key (mac.hpp): the
+  // scheduler seals `registered` and every later message with it. Absent (older agents): "".
+  std::optional<std::string> agent_challenge;
   std::vector<std::string> names() const;
 };
 
@@ -227,6 +240,7 @@ struct Error {
 RAILYARD_PROTOCOL_JSON(Hello)
 RAILYARD_PROTOCOL_JSON(HealthState)
 RAILYARD_PROTOCOL_JSON(RunningAlloc)
+RAILYARD_PROTOCOL_JSON(RunsAs)
 RAILYARD_PROTOCOL_JSON(RegisterNode)
 RAILYARD_PROTOCOL_JSON(Register)
 RAILYARD_PROTOCOL_JSON(Rejected)

@@ -1,5 +1,10 @@
 // The shared protocol definition: MACs match known values, messages round-trip, and reading is strict.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "common/protocol/key_file.hpp"
 #include "common/protocol/mac.hpp"
@@ -29,6 +34,53 @@ TEST(ProtocolMac, RandomKeysAreFreshAndWellFormed) {
   EXPECT_FALSE(valid_node_key("xyz"));
 }
 
+TEST(ProtocolMac, SessionKeyBindsBothChallengesAndTheAgent) {
+  const std::string c(64, 'a'), a(64, 'b');
+  EXPECT_EQ(session_key("k", c, a, "h:1"), hmac_sha256_hex("k", "session\n" + c + "\n" + a + "\nh:1"));
+  EXPECT_NE(session_key("k", c, a, "h:1"), session_key("k", c, std::string(64, 'c'), "h:1"));
+  EXPECT_NE(session_key("k", c, a, "h:1"), session_key("k2", c, a, "h:1"));
+  EXPECT_TRUE(valid_challenge(random_hex(kChallengeBytes)));
+  EXPECT_FALSE(valid_challenge("session\n"));
+  EXPECT_FALSE(valid_challenge(std::string(64, 'A')));
+}
+
+// The sealed text is the serialized message with "n" first and the MAC of those exact bytes appended.
+TEST(ProtocolMac, SealedOrdersVerifyOnceInOrderAndOnlyWithTheSessionKey) {
+  const std::string key = session_key("node-key", std::string(64, 'a'), std::string(64, 'b'), "h:1");
+  OrderSealer sealer(key);
+  const std::string first = sealer.seal(R"({"type":"launch","v":1})");
+  const std::string body = R"({"n":1,"type":"launch","v":1})";
+  EXPECT_EQ(first, R"({"n":1,"type":"launch","v":1,"mac":")" + hmac_sha256_hex(key, body) + "\"}");
+  const std::string second = sealer.seal(R"({"type":"kill"})");
+  EXPECT_EQ(sealer.seal("{}").substr(0, 8), R"({"n":3,")");
+
+  auto check = [](OrderVerifier& v, const std::string& text) -> std::string {
+    auto s = v.verify(text, json::parse(text));
+    return s ? "" : s.error().message;
+  };
+  OrderVerifier verifier(key);
+  EXPECT_EQ(check(verifier, first), "");
+  EXPECT_NE(check(verifier, first).find("replayed"), std::string::npos);  // the same frame again
+  EXPECT_EQ(check(verifier, second), "");
+  EXPECT_EQ(verifier.last(), 2);
+
+  OrderVerifier fresh(key);
+  EXPECT_EQ(check(fresh, second), "");  // gaps are allowed, going back is not
+  EXPECT_NE(check(fresh, first).find("replayed or out of order"), std::string::npos);
+
+  OrderVerifier other(session_key("other-key", std::string(64, 'a'), std::string(64, 'b'), "h:1"));
+  EXPECT_NE(check(other, first).find("bad MAC"), std::string::npos);
+  EXPECT_EQ(other.last(), 0);  // a refused message does not move the counter
+  EXPECT_EQ(check(other, R"({"n":1,"type":"launch","v":1})"), "no MAC");
+  std::string tampered = first;
+  tampered.replace(tampered.find("launch"), 6, "lunch!");
+  EXPECT_NE(check(verifier, tampered).find("bad MAC"), std::string::npos);
+  // A MAC over a message without a counter is no order.
+  const std::string no_n = R"({"type":"kill"})";
+  const std::string unsealed = R"({"type":"kill","mac":")" + hmac_sha256_hex(key, no_n) + "\"}";
+  EXPECT_EQ(check(fresh, unsealed), "no counter \"n\"");
+}
+
 TEST(ProtocolMessages, RoundTrip) {
   AllocFinished f{"12.1", 12, "n1", "failed", 3, 9, "rank 0", 77};
   const json j = encode(f);
@@ -42,7 +94,7 @@ TEST(ProtocolMessages, RoundTrip) {
   const auto lb = encode(l).get<Launch>();
   EXPECT_EQ(lb.nodes[1].gpus, std::vector<int>{2});
   EXPECT_EQ(lb.master_port, 20001);
-  Register r{"h:1", {{"n1", json::object(), {{"9.1", 9, {0}, {42}}}, HealthState{false, "disk"}, "m1"}}, {}, {}};
+  Register r{"h:1", {{"n1", json::object(), {{"9.1", 9, {0}, {42}}}, HealthState{false, "disk"}, "m1", std::nullopt}}, {}, {}, std::nullopt};
   const auto rb = encode(r).get<Register>();
   EXPECT_EQ(rb.names(), std::vector<std::string>{"n1"});
   EXPECT_EQ(rb.nodes[0].mac, "m1");
@@ -73,6 +125,27 @@ TEST(ProtocolMessages, MissingOrMistypedFieldsAreClearErrors) {
   EXPECT_THROW((void)json::array().get<Launched>(), json::exception);
   json bad_health = {{"node", "n1"}, {"ok", "yes"}};
   EXPECT_THROW((void)bad_health.get<Health>(), json::exception);
+}
+
+TEST(ProtocolKeyFile, CredentialFilesOthersCanReadAreRefused) {
+  char dir_template[] = "/tmp/protocol_test_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string path = std::string(dir_template) + "/node.key";
+  std::ofstream(path) << key_file_line("n1", std::string(64, 'a'));
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  auto good = read_private_file(path);
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_TRUE(read_key_files({path}, {"n1"}));
+  for (mode_t mode : {0640, 0604, 0620, 0644}) {
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    auto bad = read_key_files({path}, {"n1"});
+    ASSERT_FALSE(bad) << std::oct << mode;
+    EXPECT_NE(bad.error().message.find(path), std::string::npos) << bad.error().message;
+    EXPECT_NE(bad.error().message.find("chmod 600"), std::string::npos) << bad.error().message;
+  }
+  EXPECT_FALSE(read_private_file(dir_template));  // not a regular file
+  EXPECT_FALSE(read_private_file(path + ".missing"));
+  std::filesystem::remove_all(dir_template);
 }
 
 TEST(ProtocolKeyFile, NamedAndBareKeys) {
