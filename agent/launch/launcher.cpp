@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -91,17 +90,17 @@ void Launcher::note(std::vector<std::string>& notes, std::string text) const {
   notes.push_back(std::move(text));
 }
 
-Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const fs::path& dir) const {
+Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const AllocDir& dir) const {
   const EnvMap base = options_.inherit_env ? environ_map() : EnvMap{};
   switch (req.spec.launcher) {
     case jobs::Launcher::kEnv:
       return plan_env_ranks(req, inventory_, base);
     case jobs::Launcher::kMpi: {
-      MpiSettings s{options_.mpirun, options_.exec_helper, (dir / "hostfile").string(),
+      MpiSettings s{options_.mpirun, options_.exec_helper, (dir.path() / "hostfile").string(),
                     options_.state_dir.string(), geteuid() == 0};
       auto mpi = plan_mpirun(req, inventory_, base, s);
       if (!mpi) return mpi.error();
-      std::ofstream(s.hostfile) << mpi->hostfile_text;
+      if (auto w = dir.write("hostfile", mpi->hostfile_text); !w) return w.error();
       return std::vector<ProcessPlan>{mpi->process};
     }
     case jobs::Launcher::kNone:
@@ -129,24 +128,38 @@ std::vector<std::string> Launcher::cgroup_for(const LaunchRequest& req,
   return std::move(*group);
 }
 
+Result<RankRecord> spawn_in_alloc(const AllocDir& dir, int rank, const std::string& log_base, SpawnSpec spec,
+                                  Fd* keep_stdout) {
+  auto out = dir.create(log_base + ".out");
+  if (!out) return out.error();
+  auto err = dir.create(log_base + ".err");
+  if (!err) return err.error();
+  spec.stdout_fd = out->get();
+  spec.stderr_fd = err->get();
+  auto spawned = spawn_process(spec);
+  if (!spawned) return spawned.error();
+  if (keep_stdout) *keep_stdout = std::move(*out);
+  return RankRecord{rank, spawned->pid, spawned->pgid, spawned->start_ticks, (dir.path() / (log_base + ".out")).string(),
+                    (dir.path() / (log_base + ".err")).string()};
+}
+
 // Only the job's user may enter: its logs, hostfile and scratch files are its own.
-Status Launcher::make_alloc_dir(const fs::path& dir, const std::optional<Credentials>& creds) const {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return internal_error("cannot create " + dir.string() + ": " + ec.message());
-  if (creds && chown(dir.c_str(), creds->uid, creds->gid) != 0)
-    return internal_error("cannot chown " + dir.string());
-  if (creds && chmod(dir.c_str(), 0700) != 0) return internal_error("cannot chmod " + dir.string());
-  return ok();
+Result<AllocDir> Launcher::make_alloc_dir(long long job_id, const std::string& alloc_id,
+                                          const std::optional<Credentials>& owner) const {
+  return AllocDir::make(options_.state_dir, job_id, alloc_id, owner);
+}
+
+Result<AllocDir> Launcher::open_alloc_dir(long long job_id, const std::string& alloc_id) const {
+  return AllocDir::open(options_.state_dir, job_id, alloc_id);
 }
 
 Result<Launched> Launcher::launch(const LaunchRequest& req) {
   if (auto s = check_request(req); !s) return s.error();
   auto creds = resolve_job_user(req.spec.user, options_.allow_root_jobs);
   if (!creds) return creds.error();
-  const fs::path dir = alloc_dir(req.job_id, req.alloc_id);
-  if (auto s = make_alloc_dir(dir, *creds); !s) return s.error();
-  auto plans = plan(req, dir);
+  auto dir = make_alloc_dir(req.job_id, req.alloc_id, *creds);
+  if (!dir) return dir.error();
+  auto plans = plan(req, *dir);
   if (!plans) return plans.error();
 
   Launched out;
@@ -157,6 +170,8 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
   rec.started_unix_ms = unix_ms_now();
   const auto limit = req.time_limit.value_or(std::chrono::seconds(req.spec.time_limit_s));
   rec.deadline_unix_ms = limit.count() > 0 ? rec.started_unix_ms + limit.count() : 0;
+  rec.user = effective_user(*creds);
+  rec.gpus = req.local().gpus;
   rec.cgroups = cgroup_for(req, out.notes);
   std::vector<int> procs_fds;
   auto close_fds = [&procs_fds] {
@@ -173,24 +188,16 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
   }
 
   for (const auto& p : *plans) {
-    const std::string base = (dir / ("rank-" + std::to_string(p.rank))).string();
-    SpawnSpec spec{p.argv,
-                   p.env,
-                   p.workdir.empty() ? dir.string() : p.workdir,
-                   base + ".out",
-                   base + ".err",
-                   *creds,
-                   procs_fds,
+    SpawnSpec spec{p.argv, p.env, p.workdir.empty() ? dir->path().string() : p.workdir, -1, -1, *creds, procs_fds,
                    options_.job_umask};
-    auto spawned = spawn_process(spec);
+    auto spawned = spawn_in_alloc(*dir, p.rank, "rank-" + std::to_string(p.rank), spec, p.rank == 0 ? &out.rank0_out : nullptr);
     if (!spawned) {
       kill_started(rec.ranks);
       close_fds();
       remove_cgroup(rec.cgroups);
       return spawned.error();
     }
-    rec.ranks.push_back(RankRecord{p.rank, spawned->pid, spawned->pgid, spawned->start_ticks,
-                                   spec.stdout_path, spec.stderr_path});
+    rec.ranks.push_back(std::move(*spawned));
   }
   close_fds();
   if (auto s = options_.allocs ? options_.allocs->put(rec) : invalid("no allocation store"); !s)

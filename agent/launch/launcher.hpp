@@ -3,9 +3,10 @@
 // the workers running; a restarted agent finds them with recover() (agent/state/alloc_state.hpp).
 //
 //   LaunchRequest --plan_env_ranks / plan_mpirun--> ProcessPlans --spawn_process--> AllocRecord
-//                                                                        |--> <state>/allocs/<alloc>.json
+//                                                                        |--> <state>/allocs.journal
 // Files: <state>/jobs/<job>/<alloc>/rank-<R>.out|.err (and hostfile for mpi); the allocation directory is
-// 0700 and owned by the job's user, the logs 0600 (when the agent runs jobs as their users).
+// 0700 and owned by the job's user, the logs 0600 and the user's. All of them are made through AllocDir
+// (alloc_dir.hpp): the directory is the user's, so no name in it is opened as a path.
 // Isolation: each allocation gets a cgroup with the limits its share of the node implies (limits_for()).
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "agent/discovery/inventory.hpp"
+#include "agent/launch/alloc_dir.hpp"
 #include "agent/launch/cgroup.hpp"
 #include "agent/launch/process.hpp"
 #include "agent/launch/request.hpp"
@@ -41,6 +43,7 @@ struct LauncherOptions {
 struct Launched {
   AllocRecord record;
   std::vector<std::string> notes;
+  Fd rank0_out;  // rank 0's stdout log, readable, when rank 0 runs here: for the FileTailer
 };
 
 class Launcher {
@@ -54,14 +57,18 @@ class Launcher {
   // The allocation's cgroup directories (empty, with a note, where none can be made). launch() calls it;
   // so does the session for a later node of an mpi job, whose processes arrive through exec orders.
   std::vector<std::string> cgroup_for(const LaunchRequest& request, std::vector<std::string>& notes) const;
-  // Creates the allocation directory: 0700 and the job user's when there is one.
-  Status make_alloc_dir(const std::filesystem::path& dir, const std::optional<Credentials>& creds) const;
+  // The allocation directory (alloc_dir()), made when missing: 0700 and the job user's when there is one.
+  // Every file the agent makes or reads in it goes through the returned AllocDir.
+  Result<AllocDir> make_alloc_dir(long long job_id, const std::string& alloc_id,
+                                  const std::optional<Credentials>& owner) const;
+  // An existing allocation directory (its logs, after the job ended or the agent restarted).
+  Result<AllocDir> open_alloc_dir(long long job_id, const std::string& alloc_id) const;
   const LauncherOptions& options() const { return options_; }
   // "cgroups: cgroup v1 (memory at ...)" or "cgroups: none (why)": for the agent's start-up log.
   std::string cgroup_summary() const;
 
  private:
-  Result<std::vector<ProcessPlan>> plan(const LaunchRequest& request, const std::filesystem::path& dir) const;
+  Result<std::vector<ProcessPlan>> plan(const LaunchRequest& request, const AllocDir& dir) const;
 
   void note(std::vector<std::string>& notes, std::string text) const;
 
@@ -75,6 +82,12 @@ class Launcher {
 // node's memory times the job's share of its GPUs, and a CPU weight of the same share of its cores (a
 // weight, not a quota: idle cores stay usable). Node memory and cores are this machine's.
 ResourceLimits limits_for(const LaunchRequest& request, const Inventory& inventory);
+
+// The one way a job's process is started, for launch and for exec orders alike: its stdout and stderr are
+// made as `<log_base>.out|.err` in the allocation directory (AllocDir::create), then spawn_process(spec).
+// `keep_stdout`, when given, receives the stdout log's descriptor (readable), for rank 0's FileTailer.
+Result<RankRecord> spawn_in_alloc(const AllocDir& dir, int rank, const std::string& log_base, SpawnSpec spec,
+                                  Fd* keep_stdout = nullptr);
 
 // Path of railyard-agent-exec next to the running executable.
 std::string default_exec_helper();

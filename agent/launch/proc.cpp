@@ -113,27 +113,4 @@ bool process_alive(pid_t pid, unsigned long long start_ticks) {
   return start_ticks == 0 || s->start_ticks == start_ticks;
 }
 
-size_t remove_stale_mpi_sessions(const fs::path& root) {
-  std::error_code ec;
-  std::vector<fs::path> stale;
-  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::error_code type_ec;  // an entry gone meanwhile is skipped, the walk goes on
-    if (it.depth() > 2 || !it->is_directory(type_ec)) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (!name.starts_with("pid.")) continue;
-    it.disable_recursion_pending();  // what is inside is Open MPI's
-    char* end = nullptr;
-    const long pid = std::strtol(name.c_str() + 4, &end, 10);
-    if (name.size() == 4 || *end != '\0' || pid <= 0 || pid > 4'194'304) continue;  // PID_MAX_LIMIT
-    if (!process_alive(static_cast<pid_t>(pid))) stale.push_back(it->path());
-  }
-  size_t removed = 0;
-  for (const auto& dir : stale) removed += fs::remove_all(dir, ec) > 0 && !ec;
-  return removed;
-}
-
 }  // namespace railyard::agent

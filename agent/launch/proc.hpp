@@ -84,10 +84,5 @@ bool group_alive(pid_t pgid);
 // pid does not pass for the process we started.
 bool process_alive(pid_t pid, unsigned long long start_ticks = 0);
 
-// Removes the Open MPI session directories under `root` (an orte_tmpdir_base: "ompi.<host>.<uid>/pid.<pid>"
-// at most three levels down) whose mpirun or orted `pid` no longer runs, and returns how many it removed.
-// Open MPI removes its own directory when it exits; one killed with SIGKILL leaves it behind, and no later
-// run removes another pid's. A directory whose pid runs (an adopted job's mpirun, or a reused pid) stays.
-size_t remove_stale_mpi_sessions(const std::filesystem::path& root);
 
 }  // namespace railyard::agent

@@ -70,16 +70,6 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   child_fail(report_fd);
 }
 
-// Owned by the job's user (who may read them and nobody else); the scheduler reads them through the agent.
-int open_log(const std::string& path, const std::optional<Credentials>& owner) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, owner ? 0600 : 0644);
-  if (fd >= 0 && owner && fchown(fd, owner->uid, owner->gid) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // The common case (no identity change, no cgroup) through posix_spawn, which glibc runs as
 // clone(CLONE_VM | CLONE_VFORK): unlike fork() it copies none of the agent's page tables (hundreds of MB
 // when one agent hosts many emulated nodes) and leaves no copy-on-write faults behind in the agent.
@@ -143,18 +133,27 @@ Result<pid_t> spawn_vforked(const SpawnSpec& spec, int out_fd, int err_fd, char*
 }  // namespace
 
 Result<std::optional<Credentials>> resolve_job_user(const std::string& user, bool allow_root_jobs) {
-  if (geteuid() != 0) return std::optional<Credentials>{};
-  if (user.empty() || user == "root") {
-    if (allow_root_jobs) return std::optional<Credentials>{};
+  if (const uid_t self = geteuid(); self != 0) {
+    // An agent that cannot switch users runs only its own user's jobs (and, with allow_root_jobs, jobs that
+    // name no user), never another user's code as itself.
+    const struct passwd* me = getpwuid(self);
+    const std::string own = me != nullptr ? me->pw_name : std::to_string(self);
+    if (user == own || (user.empty() && allow_root_jobs)) return std::optional<Credentials>{};
     return Error{ErrorCode::kPermission,
-                 "refusing to run a job as root (no user in the spec, or user root); "
-                 "start the agent with --allow-root-jobs to permit it"};
+                 "this agent runs as user '" + own + "' (uid " + std::to_string(self) +
+                     ") and cannot switch users: refusing to run a job of user '" + user +
+                     "'; only a root agent runs other users' jobs"};
   }
-  struct passwd* pw = getpwnam(user.c_str());
-  if (pw == nullptr) {
+  struct passwd* pw = user.empty() ? nullptr : getpwnam(user.c_str());
+  if (pw == nullptr || pw->pw_uid == 0) {
     if (allow_root_jobs) return std::optional<Credentials>{};
+    if (pw != nullptr)
+      return Error{ErrorCode::kPermission, "refusing to run a job as root (user '" + user +
+                                               "' has uid 0); start the agent with --allow-root-jobs to permit it"};
     return Error{ErrorCode::kPermission,
-                 "user '" + user + "' does not exist on this node; refusing to run the job as root"};
+                 user.empty() ? "refusing to run a job as root (no user in the spec); start the agent with "
+                                "--allow-root-jobs to permit it"
+                              : "user '" + user + "' does not exist on this node; refusing to run the job as root"};
   }
   Credentials c{user, pw->pw_uid, pw->pw_gid, {}, pw->pw_dir};
   int n = 64;
@@ -167,22 +166,21 @@ Result<std::optional<Credentials>> resolve_job_user(const std::string& user, boo
   return std::optional<Credentials>{std::move(c)};
 }
 
+std::string effective_user(const std::optional<Credentials>& credentials) {
+  if (credentials) return credentials->user;
+  const struct passwd* pw = getpwuid(geteuid());
+  return pw != nullptr ? pw->pw_name : std::to_string(geteuid());
+}
+
 Result<Spawned> spawn_process(const SpawnSpec& spec) {
   if (spec.argv.empty()) return invalid("empty command");
-  const int out_fd = open_log(spec.stdout_path, spec.credentials);
-  const int err_fd = open_log(spec.stderr_path, spec.credentials);
-  if (out_fd < 0 || err_fd < 0) {
-    const std::string why = std::strerror(errno);
-    for (int fd : {out_fd, err_fd})
-      if (fd >= 0) close(fd);
-    return internal_error("cannot open logs for " + spec.argv[0] + ": " + why);
-  }
+  if (spec.stdout_fd < 0 || spec.stderr_fd < 0) return invalid("no log descriptors for " + spec.argv[0]);
+  const int out_fd = spec.stdout_fd, err_fd = spec.stderr_fd;
   auto argv = c_strings(spec.argv);
   auto envp = c_strings(spec.env);
   const bool light = !spec.credentials && spec.cgroup_procs_fds.empty() && !spec.umask;
   auto pid = light ? spawn_light(spec, out_fd, err_fd, argv.data(), envp.data())
                    : spawn_vforked(spec, out_fd, err_fd, argv.data(), envp.data());
-  for (int fd : {out_fd, err_fd}) close(fd);
   if (!pid) return pid.error();
   Spawned s{*pid, *pid, 0};
   if (auto st = read_proc_stat(*pid)) s.start_ticks = st->start_ticks;

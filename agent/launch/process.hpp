@@ -24,22 +24,29 @@ struct Credentials {
   std::string home;
 };
 
-// Who runs a job's processes. Agent not root: the agent's own user (nullopt). Agent root: the spec's
-// user when it exists locally; a missing, unknown or "root" user is refused unless allow_root_jobs.
+// Who runs a job's processes. Agent not root (it cannot switch users): the agent's own user (nullopt), for
+// that user's jobs only (and, with allow_root_jobs, a job naming no user); another user's job is refused.
+// Agent root: the spec's
+// user when it exists locally; a missing or unknown user, or one whose uid is 0 (root by any name), is
+// refused unless allow_root_jobs.
 Result<std::optional<Credentials>> resolve_job_user(const std::string& user, bool allow_root_jobs);
+
+// The user name a job resolved by resolve_job_user runs as: the credentials' user, else the agent's own.
+std::string effective_user(const std::optional<Credentials>& credentials);
 
 struct SpawnSpec {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // KEY=VALUE
   std::string workdir;           // "" = the agent's
-  std::string stdout_path;
-  std::string stderr_path;
+  // The process's stdout and stderr, made by the caller (AllocDir::create: the logs live in a directory the
+  // job's user owns, so they are never opened here by name); left open for the caller to close.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
   std::optional<Credentials> credentials;
   // Open cgroup.procs files (one per hierarchy) the child joins before exec, so no job code runs outside
   // its group.
   std::vector<int> cgroup_procs_fds;
-  // The file mode creation mask the job starts with; nullopt = the agent's. The logs are made by the
-  // agent with 0600 under it and, with credentials, given to the job's user.
+  // The file mode creation mask the job starts with; nullopt = the agent's.
   std::optional<mode_t> umask;
 };
 

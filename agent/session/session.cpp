@@ -56,9 +56,6 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     n->dir = o.state_dir / "nodes" / name;
     n->inventory = std::move(*inventory);
     fs::create_directories(n->dir, ec);
-    // Before adoption: the mpirun of a job that is adopted still runs, so its directory stays.
-    if (const size_t stale = remove_stale_mpi_sessions(n->dir / "ompi"); stale > 0)
-      s->log("removed " + std::to_string(stale) + " Open MPI session directories of ended runs on " + name);
     n->allocs_store = std::make_shared<AllocStore>(n->dir);
     LauncherOptions lo;
     lo.state_dir = n->dir;
@@ -78,12 +75,21 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     for (auto& rec : n->allocs_store->recover().alive) {
       Alloc a;
       a.job = rec.job_id;
+      a.user = rec.user;  // "" in an older agent's record: no exec order is taken for it
+      a.gpus = rec.gpus;
       for (const auto& r : rec.ranks) {
         a.pgids.push_back(r.pgid);
-        if (r.rank == 0) {
-          a.tailer.emplace(r.stdout_path);  // read again from the start: the tracker needs run_start
-          a.tracker.emplace();
+        if (r.rank != 0) continue;
+        // Read again from the start (the tracker needs run_start), through the allocation directory: the
+        // name is the job's to replace while the agent was away.
+        auto dir = n->launcher->open_alloc_dir(rec.job_id, rec.alloc_id);
+        auto log = dir ? dir->open_read("rank-0.out") : Result<Fd>(dir.error());
+        if (!log) {
+          s->log("not following rank 0's output of " + rec.alloc_id + ": " + log.error().message);
+          continue;
         }
+        a.tailer.emplace(std::move(*log));
+        a.tracker.emplace();
       }
       s->log("adopted " + rec.alloc_id + " on " + name + " (" + std::to_string(rec.ranks.size()) +
              " processes)");

@@ -1,10 +1,11 @@
 // Session: the scheduler's orders (launch, kill, exec, logs) and what the supervisors report back.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
-#include <fstream>
 
+#include "agent/launch/alloc_dir.hpp"
 #include "agent/launch/launcher.hpp"
 #include "agent/launch/plan.hpp"
 #include "agent/launch/proc.hpp"
@@ -68,9 +69,12 @@ void Session::on_launch(const json& msg) {
         for (const auto& r : rec.ranks) launched.ranks.push_back({r.rank, r.pid});
     return send(protocol::encode(launched));
   }
+  // Who the job runs as, resolved now: a later node of an mpi job fails here rather than at its exec order.
+  auto creds = resolve_job_user(req->spec.user, options_.allow_root_jobs);
+  if (!creds) return fail(creds.error().message);
   Alloc a;
   a.job = req->job_id;
-  a.user = req->spec.user;
+  a.user = effective_user(*creds);
   a.gpus = req->local().gpus;
   // The first telemetry-only batch after one metrics interval: a job that ends sooner sends none (its
   // end is in alloc_finished), which spares a /proc scan and a message per short job.
@@ -84,8 +88,8 @@ void Session::on_launch(const json& msg) {
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
     // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
     std::vector<std::string> notes;  // logged by the launcher
-    AllocRecord rec{
-        req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, n->launcher->cgroup_for(*req, notes), {}};
+    AllocRecord rec{req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, n->launcher->cgroup_for(*req, notes),
+                    {},          a.user,       a.gpus};
     if (auto s = n->allocs_store->put(rec); !s) log(s.error().message);
     n->supervisor->hold(std::move(rec));
     n->allocs.emplace(req->alloc_id, std::move(a));
@@ -96,12 +100,12 @@ void Session::on_launch(const json& msg) {
   for (const auto& r : started->record.ranks) {
     a.pgids.push_back(r.pgid);
     launched.ranks.push_back({r.rank, r.pid});
-    if (r.rank == 0) {
-      a.tailer.emplace(r.stdout_path);
-      std::optional<MetricTarget> target;
-      if (req->spec.target) target = MetricTarget{req->spec.target->metric, req->spec.target->value};
-      a.tracker.emplace(target);
-    }
+  }
+  if (started->rank0_out) {
+    a.tailer.emplace(std::move(started->rank0_out));
+    std::optional<MetricTarget> target;
+    if (req->spec.target) target = MetricTarget{req->spec.target->metric, req->spec.target->value};
+    a.tracker.emplace(target);
   }
   n->supervisor->add(std::move(started->record));
   n->allocs.emplace(req->alloc_id, std::move(a));
@@ -135,20 +139,26 @@ void Session::on_exec(const json& msg) {
     return send_failed();
   }
   Alloc& a = it->second;
+  if (a.user.empty()) {  // adopted from an older agent's record, which did not keep the user
+    failed.message = "allocation " + alloc + " on " + node_name + " does not record its user; remote launch refused";
+    return send_failed();
+  }
   auto creds = resolve_job_user(a.user, options_.allow_root_jobs);
   if (!creds) {
     failed.message = creds.error().message;
     return send_failed();
   }
-  const fs::path dir = n->launcher->alloc_dir(a.job, alloc);
-  const fs::path vader = n->dir / "vader" / alloc;
-  const fs::path session = n->dir / "ompi";
-  std::error_code ec;
-  for (const auto& d : {vader, session}) fs::create_directories(d, ec);
-  if (auto s = n->launcher->make_alloc_dir(dir, *creds); !s) {
-    failed.message = s.error().message;
-    return send_failed();
-  }
+  auto dir = n->launcher->make_alloc_dir(a.job, alloc, *creds);
+  // Open MPI's directories of this allocation on this node (shared-memory backing files, the orted's
+  // session directory): the job's user writes there, so each is that user's own, one per allocation.
+  auto vader = make_owned_dir(n->dir / "vader", alloc, *creds);
+  auto session = make_owned_dir(n->dir / "ompi", alloc, *creds);
+  for (const Error* e : {dir ? nullptr : &dir.error(), vader ? nullptr : &vader.error(),
+                         session ? nullptr : &session.error()})
+    if (e) {
+      failed.message = e->message;
+      return send_failed();
+    }
   // The orted (and the ranks it starts) join the allocation's cgroup, made when the node was held.
   std::vector<int> procs_fds;
   for (const auto& r : n->supervisor->records())
@@ -158,8 +168,8 @@ void Session::on_exec(const json& msg) {
           procs_fds.push_back(fd);
   EnvMap env = environ_map();
   // What railyard-agent-exec sets for a host when it runs the command itself (see exec_main.cpp).
-  env["OMPI_MCA_btl_vader_backing_directory"] = vader.string();
-  env["OMPI_MCA_orte_tmpdir_base"] = session.string();
+  env["OMPI_MCA_btl_vader_backing_directory"] = (n->dir / "vader" / alloc).string();
+  env["OMPI_MCA_orte_tmpdir_base"] = (n->dir / "ompi" / alloc).string();
   env["RAILYARD_NODE"] = n->name;
   env["RAILYARD_JOB_ID"] = std::to_string(a.job);
   env["RAILYARD_ALLOC_ID"] = alloc;
@@ -169,25 +179,18 @@ void Session::on_exec(const json& msg) {
   std::string gpus;
   for (size_t i = 0; i < a.gpus.size(); ++i) gpus += (i ? "," : "") + std::to_string(a.gpus[i]);
   env["CUDA_VISIBLE_DEVICES"] = gpus;
-  const std::string base = (dir / ("exec-" + n->name + "-" + std::to_string(a.execs))).string();
   // The words joined and run by a shell, as ssh would on the remote host (orted's argv carries quoting).
-  SpawnSpec spec{{"/bin/sh", "-c", join_words(argv)},
-                 to_env_list(env),
-                 dir.string(),
-                 base + ".out",
-                 base + ".err",
-                 *creds,
-                 procs_fds,
-                 n->launcher->options().job_umask};
-  auto spawned = spawn_process(spec);
+  SpawnSpec spec{{"/bin/sh", "-c", join_words(argv)}, to_env_list(env), dir->path().string(), -1, -1, *creds,
+                 procs_fds, n->launcher->options().job_umask};
+  auto spawned =
+      spawn_in_alloc(*dir, kFirstExecRank + a.execs, "exec-" + n->name + "-" + std::to_string(a.execs), spec);
   for (int fd : procs_fds) close(fd);
   if (!spawned) {
     failed.message = spawned.error().message;
     return send_failed();
   }
-  RankRecord rec{kFirstExecRank + a.execs++, spawned->pid,     spawned->pgid,
-                 spawned->start_ticks,       spec.stdout_path, spec.stderr_path};
-  if (auto s = n->supervisor->add_process(alloc, rec); !s) {
+  ++a.execs;
+  if (auto s = n->supervisor->add_process(alloc, *spawned); !s) {
     signal_group(spawned->pgid, SIGKILL);
     failed.message = s.error().message;
     return send_failed();
@@ -214,20 +217,23 @@ void Session::on_logs(const json& msg) {
   }
   auto it = n->allocs.find(alloc);
   const long long job = it != n->allocs.end() ? it->second.job : job_of_alloc(alloc);
-  const fs::path file = n->launcher->alloc_dir(job, alloc) / ("rank-" + std::to_string(order.rank) + "." + stream);
-  std::error_code ec;
-  const auto size = fs::file_size(file, ec);
-  std::ifstream in(file, std::ios::binary);
-  if (ec || !in) {
-    chunk.error = "no log " + file.filename().string() + " for " + alloc + " on " + n->name;
+  // The log is in the job user's directory: opened without following a link, without blocking on a FIFO,
+  // and only when it is a regular file of that user (AllocDir::open_read); read at most max_bytes.
+  const std::string name = "rank-" + std::to_string(order.rank) + "." + stream;
+  auto dir = n->launcher->open_alloc_dir(job, alloc);
+  auto file = dir ? dir->open_read(name) : Result<Fd>(dir.error());
+  struct stat st {};
+  if (!file || fstat(file->get(), &st) != 0) {
+    chunk.error = !file && file.error().code != ErrorCode::kNotFound ? file.error().message
+                                                                      : "no log " + name + " for " + alloc + " on " + n->name;
     return send(protocol::encode(chunk));
   }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
   std::string data;
   if (offset < size) {
     data.resize(std::min<std::uint64_t>(max_bytes, size - offset));
-    in.seekg(static_cast<std::streamoff>(offset));
-    in.read(data.data(), static_cast<std::streamsize>(data.size()));
-    data.resize(static_cast<size_t>(in.gcount()));
+    const ssize_t got = pread(file->get(), data.data(), data.size(), static_cast<off_t>(offset));
+    data.resize(got > 0 ? static_cast<size_t>(got) : 0);
     if (offset + data.size() < size) data.resize(utf8_boundary(data));
   }
   chunk.size = static_cast<int64_t>(size);

@@ -32,7 +32,9 @@ json to_json(const AllocRecord& r) {
           {"started_unix_ms", r.started_unix_ms},
           {"deadline_unix_ms", r.deadline_unix_ms},
           {"cgroups", r.cgroups},
-          {"ranks", ranks}};
+          {"ranks", ranks},
+          {"user", r.user},
+          {"gpus", r.gpus}};
 }
 
 AllocRecord from_json(const json& j) {
@@ -44,6 +46,8 @@ AllocRecord from_json(const json& j) {
   r.deadline_unix_ms = j.value("deadline_unix_ms", 0LL);
   r.cgroups = j.value("cgroups", std::vector<std::string>{});
   if (auto old = j.value("cgroup", std::string()); !old.empty() && r.cgroups.empty()) r.cgroups.push_back(old);
+  r.user = j.value("user", "");
+  r.gpus = j.value("gpus", std::vector<int>{});
   for (const auto& k : j.at("ranks"))
     r.ranks.push_back(RankRecord{k.at("rank").get<int>(), k.at("pid").get<pid_t>(), k.at("pgid").get<pid_t>(),
                                  k.value("start_ticks", 0ULL), k.value("stdout", ""), k.value("stderr", "")});

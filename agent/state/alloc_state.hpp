@@ -8,7 +8,7 @@
 // disk flush on the agent's only thread for nothing it can use.
 //
 // A record: {"job_id": 7, "alloc_id": "a7", "node": "node0", "started_unix_ms": ..., "deadline_unix_ms": 0,
-//  "cgroups": [], "ranks": [{"rank": 0, "pid": 123, "pgid": 123, "start_ticks": 456,
+//  "user": "alice", "gpus": [0, 1], "cgroups": [], "ranks": [{"rank": 0, "pid": 123, "pgid": 123, "start_ticks": 456,
 //                           "stdout": ".../rank-0.out", "stderr": ".../rank-0.err"}]}
 // Agents before the journal kept one file per allocation, <state_dir>/allocs/<alloc>.json; AllocStore reads
 // those into the journal and deletes them, so an upgraded agent still adopts what the old one started.
@@ -45,6 +45,11 @@ struct AllocRecord {
   // = none. Older records' single "cgroup" path is read into it.
   std::vector<std::string> cgroups;
   std::vector<RankRecord> ranks;
+  // Who the job runs as and its GPUs on this node: a restarted agent runs later remote launches (exec orders)
+  // of an adopted allocation with these, never as root or with no GPUs. Records of older agents have none,
+  // and such an allocation takes no exec order.
+  std::string user;
+  std::vector<int> gpus;
   bool operator==(const AllocRecord&) const = default;
 };
 

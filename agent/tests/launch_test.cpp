@@ -154,8 +154,9 @@ TEST_F(Launch, AFailingAddedProcessFailsAHeldAllocation) {
   r.alloc_id = "held";
   sup.hold(r);
   auto start = [&](int rank, const std::string& command) {
+    const Fd null_out(::open("/dev/null", O_WRONLY | O_CLOEXEC));
     auto p = spawn_process(
-        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", "/dev/null", "/dev/null", std::nullopt, {}, std::nullopt});
+        SpawnSpec{{"/bin/sh", "-c", command}, {}, "", null_out.get(), null_out.get(), std::nullopt, {}, std::nullopt});
     EXPECT_TRUE(p) << p.error().message;
     EXPECT_TRUE(sup.add_process("held", RankRecord{rank, p->pid, p->pgid, p->start_ticks, "", ""}));
   };
@@ -172,11 +173,12 @@ TEST_F(Launch, AFailingAddedProcessFailsAHeldAllocation) {
 // A worker that is not our child (a restarted agent's view): liveness only, exit code lost.
 TEST_F(Launch, AdoptedStrangerReportsLostExitCode) {
   const auto pidfile = dir_.path() / "pid";
+  const Fd null_out(::open("/dev/null", O_WRONLY | O_CLOEXEC));
   auto shell = spawn_process(SpawnSpec{{"/bin/sh", "-c", "sleep 60 & echo $! > " + pidfile.string()},
                                        {},
                                        "",
-                                       "/dev/null",
-                                       "/dev/null",
+                                       null_out.get(),
+                                       null_out.get(),
                                        std::nullopt,
                                        {},
                                        std::nullopt});
@@ -234,7 +236,8 @@ TEST_F(Launch, MllogFromARunningRank) {
   ASSERT_TRUE(started) << started.error().message;
   auto sup = supervisor();
   sup.add(started->record);
-  FileTailer tail(started->record.ranks[0].stdout_path);
+  ASSERT_TRUE(started->rank0_out);
+  FileTailer tail(std::move(started->rank0_out));
   MllogTracker tracker(MetricTarget{"eval_accuracy", 0.9});
   std::vector<MetricEvent> metrics;
   bool finished = false;

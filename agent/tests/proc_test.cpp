@@ -156,32 +156,5 @@ TEST(ProcFiles, AGoneProcessReadsAsNothingALivingOneWhole) {
   EXPECT_GT(read_proc_rss(::getpid()), 0);
 }
 
-// Session directories of Open MPI daemons that were killed (pid gone) are removed; those of running ones, and
-// directories that are not a pid's, stay.
-TEST(MpiSessions, DirectoriesOfGonePidsAreRemovedOthersStay) {
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  ASSERT_GT(child, 0);
-  ASSERT_EQ(waitpid(child, nullptr, 0), child);  // a pid that no longer runs
-  char tmpl[] = "/tmp/railyard-mpi-sessions-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::filesystem::path root = tmpl;
-  const auto mine = root / "ompi.h.0" / ("pid." + std::to_string(getpid()));
-  const auto gone = root / "ompi.h.0" / ("pid." + std::to_string(child));
-  const auto gone_deeper = root / "dgx0002" / "ompi.dgx0002.0" / ("pid." + std::to_string(child));
-  const auto too_deep = root / "a" / "b" / "c" / ("pid." + std::to_string(child));
-  const auto odd = root / "ompi.h.0" / "pid.x1";
-  for (const auto& d : {mine / "1", gone / "1" / "0", gone_deeper, too_deep, odd})
-    std::filesystem::create_directories(d);
-  EXPECT_EQ(remove_stale_mpi_sessions(root), 2u);
-  EXPECT_TRUE(std::filesystem::exists(mine / "1"));
-  EXPECT_FALSE(std::filesystem::exists(gone));
-  EXPECT_FALSE(std::filesystem::exists(gone_deeper));
-  EXPECT_TRUE(std::filesystem::exists(too_deep));
-  EXPECT_TRUE(std::filesystem::exists(odd));
-  EXPECT_EQ(remove_stale_mpi_sessions(root / "missing"), 0u);
-  std::filesystem::remove_all(root);
-}
-
 }  // namespace
 }  // namespace railyard::agent

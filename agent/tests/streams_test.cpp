@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,11 +18,16 @@ void append(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p, std::ios::app) << text;
 }
 
+// A tailer of a new empty file, as the launcher makes a rank's log before the rank starts.
+FileTailer tail_new(const std::filesystem::path& p) {
+  return FileTailer(Fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)));
+}
+
 TEST(FileTailer, CompleteLinesOnlyAndNoRereads) {
   TempDir dir;
   const auto log = dir.path() / "rank-0.out";
-  FileTailer tail(log);
-  EXPECT_TRUE(tail.read().empty());  // not there yet
+  FileTailer tail = tail_new(log);
+  EXPECT_TRUE(tail.read().empty());  // nothing written yet
   append(log, "first line\nsecond ");
   EXPECT_EQ(tail.read(), (std::vector<std::string>{"first line"}));
   EXPECT_TRUE(tail.read().empty());
@@ -36,7 +42,7 @@ TEST(FileTailer, CompleteLinesOnlyAndNoRereads) {
 TEST(FileTailer, TruncatedFileIsReadFromTheStart) {
   TempDir dir;
   const auto log = dir.path() / "out";
-  FileTailer tail(log);
+  FileTailer tail = tail_new(log);
   append(log, "one\ntwo\n");
   EXPECT_EQ(tail.read().size(), 2u);
   std::ofstream(log, std::ios::trunc) << "new\n";
@@ -52,7 +58,7 @@ std::string mllog(long long t, const char* type, const char* key, const std::str
 std::vector<MetricEvent> tail_in_chunks(const std::string& text, MllogTracker& tracker, size_t chunk) {
   TempDir dir;
   const auto log = dir.path() / "rank-0.out";
-  FileTailer tail(log);
+  FileTailer tail = tail_new(log);
   std::vector<MetricEvent> events;
   for (size_t pos = 0; pos < text.size(); pos += chunk) {
     append(log, text.substr(pos, chunk));
