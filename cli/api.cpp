@@ -202,6 +202,13 @@ std::string leader_hint(const std::string& body) {
   return j["leader"].value("address", "");
 }
 
+// Whether two scheduler URLs name the same place (a trailing '/' aside).
+bool same_url(std::string_view a, std::string_view b) {
+  while (a.size() > 1 && a.back() == '/') a.remove_suffix(1);
+  while (b.size() > 1 && b.back() == '/') b.remove_suffix(1);
+  return a == b;
+}
+
 }  // namespace
 
 Result<nlohmann::json> Api::call(const std::string& method, const std::string& target, const nlohmann::json& body) {
@@ -225,15 +232,18 @@ Result<nlohmann::json> Api::call(const std::string& method, const std::string& t
       return reply ? Error{ErrorCode::kUnavailable, "no scheduler of " + std::to_string(urls_.size()) +
                                                         " leads (last: " + urls_[current_] + ")"}
                    : reply.error();
-    // Follow the hint when it is one of ours (or add it), else try the next URL at once (a dead first URL
-    // costs a refused connect, not a pause); pause after each full round.
+    // Follow the hint only when it is one of the configured URLs: a standby, or whoever answers at its
+    // address, must not be able to send the token elsewhere. Else try the next URL at once (a dead first
+    // URL costs a refused connect, not a pause); pause after each full round.
     size_t next = (current_ + 1) % urls_.size();
     if (!hint.empty()) {
-      auto it = std::find(urls_.begin(), urls_.end(), hint);
-      if (it == urls_.end()) {
-        urls_.push_back(hint);
-        it = urls_.end() - 1;
-      }
+      auto it = std::find_if(urls_.begin(), urls_.end(), [&](const std::string& u) { return same_url(u, hint); });
+      if (it == urls_.end())
+        return Error{ErrorCode::kUnavailable,
+                     urls_[current_] + " is a standby and names " + hint +
+                         " as the leader, which is not a configured scheduler URL (--url, RAILYARD_URL, the "
+                         "config file): not following it, so the token is not sent there. If it is yours, add "
+                         "it to the comma-separated list, e.g. --url " + urls_[current_] + "," + hint};
       next = static_cast<size_t>(it - urls_.begin());
       if (next == current_) next = (current_ + 1) % urls_.size();  // it names itself: not ready yet
     }

@@ -58,7 +58,8 @@ Error api_error(int status, const std::string& body, const std::string& method, 
 
 // High availability (issue 30): the URL may be a comma-separated list of every scheduler of the cluster.
 // A request goes to the last one that answered as the leader; a standby's 503 that names the leader sends
-// it there, and an unreachable scheduler to the next one, until the timeout. A request is repeated
+// it there when the leader is one of the configured URLs (else the call fails saying so: the token goes
+// only to configured schedulers), and an unreachable scheduler to the next one, until the timeout. A request is repeated
 // elsewhere only when repeating it is safe: reads, and submits, which carry an idempotency key (the query
 // parameter idempotency_key, random per call) so that a retried submit gets the ids of the first.
 class Api {

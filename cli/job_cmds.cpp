@@ -193,6 +193,15 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
   row("started", format_time(job["start_time"]));
   row("ended", format_time(job["end_time"]));
   if (job.contains("reason") && job["reason"].is_string()) row("reason", job["reason"].get<std::string>());
+  if (job.contains("held_by") && job["held_by"].is_string())
+    row("held by", job["held_by"].get<std::string>() +
+                       (job.value("held_by_admin", false) ? " (an admin: only an admin may release it)" : ""));
+  if (job.contains("spec") && job["spec"].contains("env") && job["spec"]["env"].is_object() &&
+      !job["spec"]["env"].empty()) {  // values only for the owner and admins: others see the keys
+    std::string env;
+    for (const auto& [k, v] : job["spec"]["env"].items()) env += (env.empty() ? "" : " ") + k + "=" + cell(v);
+    row("env", env + (job.value("env_hidden", false) ? "  (values hidden: only the owner and admins see them)" : ""));
+  }
   if (job.contains("spec")) {  // "afterok:12, afterany:40" as the user wrote them
     std::string deps;
     const Json& spec = job["spec"];

@@ -244,6 +244,10 @@ std::pair<int, std::string> start_schedulers(const UpOptions& o, const Scheduler
     if (!o.no_agents && !o.shared_secret) sargv.push_back("--node-keys");
     if (auto web = find_web_root(); !web.empty()) sargv.insert(sargv.end(), {"--web-root", web});
     if (with_socket) sargv.insert(sargv.end(), {"--unix-socket", f.socket});
+    // Not root: the agents cannot switch users, so every job runs as this user, and another local user
+    // who reached the socket would run code as this user (and be its admin). The socket is then this
+    // user's alone, from its creation.
+    if (with_socket && ::geteuid() != 0) sargv.insert(sargv.end(), {"--unix-socket-mode", "0600"});
     if (o.ha > 0) {
       sargv.insert(sargv.end(), {"--ha-etcd", etcd_urls, "--ha-name", "s" + std::to_string(i)});
       fs::remove(log, ec);  // the leader is found by its "listening on" line: none from an earlier run

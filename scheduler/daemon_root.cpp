@@ -31,8 +31,10 @@ int exit_with(const std::string& message, int code) {
 // connection cap to what the limit leaves after kReservedFds (database, logs, etcd), with a warning.
 api::ServerLimits server_limits(const daemon::DaemonConfig& config) {
   constexpr rlim_t kReservedFds = 128;
-  api::ServerLimits limits{static_cast<size_t>(config.max_connections),
-                           std::chrono::seconds(config.header_timeout_s)};
+  api::ServerLimits limits;
+  limits.max_connections = static_cast<size_t>(config.max_connections);
+  limits.header_timeout = std::chrono::seconds(config.header_timeout_s);
+  limits.max_connections_per_address = static_cast<size_t>(config.max_connections_per_address);
   rlimit fds{};
   if (::getrlimit(RLIMIT_NOFILE, &fds) != 0) return limits;
   if (fds.rlim_cur < fds.rlim_max) {
@@ -254,6 +256,7 @@ Daemon::Step Daemon::open_hubs() {
 Daemon::Step Daemon::open_http() {
   auto peer = peer_policy(config_);
   if (!peer) return Failed{peer.error().message, 2};
+  if (watch_) watch_->set_peer_policy(*peer);
   const std::string web_root = config_.web_root == "none" ? ""
                                : config_.web_root.empty() ? api::default_web_root(exe_)
                                                           : config_.web_root;
@@ -288,9 +291,11 @@ Daemon::Step Daemon::open_http() {
     spdlog::info("TLS on: HTTPS and WSS only (certificate {})", config_.tls_cert);
   }
   if (!config_.unix_socket.empty()) {
-    if (auto s = server_.listen_unix(config_.unix_socket); !s) return Failed{s.error().message, 1};
-    spdlog::info("unix socket {}: requests without a token are made by the connecting Unix user",
-                 config_.unix_socket);
+    auto mode = daemon::parse_socket_mode(config_.unix_socket_mode);
+    if (!mode) return Failed{mode.error().message, 2};
+    if (auto s = server_.listen_unix(config_.unix_socket, *mode); !s) return Failed{s.error().message, 1};
+    spdlog::info("unix socket {} (mode {:04o}): requests without a token are made by the connecting Unix user",
+                 config_.unix_socket, *mode);
   }
   auto port = server_.listen(listen_.host, listen_.port);
   if (!port) return Failed{port.error().message, 1};

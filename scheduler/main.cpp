@@ -141,11 +141,18 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
                  "seconds a connection may take to send a request's header, idle keep-alive included; slower "
                  "ones are closed (default 10)")
       ->check(CLI::Range(1, 3600));
+  app.add_option("--max-connections-per-address", config.max_connections_per_address,
+                 "TCP connections open at once from one address; one more is answered 503 and closed. "
+                 "Default 512; 0: no bound")
+      ->check(CLI::Range(0, 1'048'576));
   app.add_option(
       "--unix-socket", config.unix_socket,
-      "also accept on this Unix socket (mode 0666, removed on exit): a request without a token is "
-      "made by the connecting Unix user (SO_PEERCRED), an admin when root, the scheduler's own user "
-      "or in --admin-group");
+      "also accept on this Unix socket (mode --unix-socket-mode, removed on exit): a request without a "
+      "token is made by the connecting Unix user (SO_PEERCRED), an admin when root, the scheduler's own "
+      "user or in --admin-group");
+  app.add_option("--unix-socket-mode", config.unix_socket_mode,
+                 "the Unix socket's mode from its creation, octal: 0666 (default: every local user may "
+                 "connect, each as who the kernel says) or 0600 (only the scheduler's user)");
   app.add_option("--admin-group", config.admin_group,
                  "Unix group whose members are admins on the --unix-socket (default: none)");
   app.add_option("--ha-etcd", config.ha_etcd,
@@ -183,7 +190,10 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"submit_durability", "--submit-durability"},
                                                         {"max_connections", "--max-connections"},
                                                         {"header_timeout", "--header-timeout"},
+                                                        {"max_connections_per_address",
+                                                         "--max-connections-per-address"},
                                                         {"unix_socket", "--unix-socket"},
+                                                        {"unix_socket_mode", "--unix-socket-mode"},
                                                         {"admin_group", "--admin-group"},
                                                         {"high_qos_users", "--high-qos-users"}};
   for (const auto& [key, flag] : dashed)

@@ -56,7 +56,7 @@ TEST_F(DaemonTest, ArraysOverTheApi) {
   ASSERT_GT(id, 0);
   json tasks;
   for (int i = 0; i < 200; ++i) {  // two tasks fill the two nodes, two wait
-    tasks = c.request("GET", "/api/v1/jobs?array=" + std::to_string(id)).json()["jobs"];
+    tasks = c.request("GET", "/api/v1/jobs?array=" + std::to_string(id), "", alice_).json()["jobs"];  // env: hers
     if (tasks.size() == 4 && tasks[1]["state"] == "STARTING") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -101,12 +101,12 @@ HttpResponse Router::cluster_read(const Route& route) {
   return {200, "text/plain; version=0.0.4", std::move(text), {}};
 }
 
-HttpResponse Router::job_show(const Route& route) {
+HttpResponse Router::job_show(const Route& route, const daemon::Caller* who) {
   const auto& table = service_.table();
   auto id = to_int(route.seg[1]);
   const store::JobRecord* r = id ? table.find(*id) : nullptr;
   if (!r) return error_response(404, "not_found", "job " + route.seg[1] + " not found");
-  json job = job_json(*r, table);
+  json job = job_json(*r, table, who);
   job["estimate"] = placement_estimate_json(*r, table.cluster());  // here only: lists stay cheap
   return json_response(200, job);
 }
@@ -124,7 +124,7 @@ struct JobQuery {
 };
 
 // The job query of a request's query parameters, or the 400 (403) that refuses it. `who`: the caller when
-// the route needed a token (--private); a user then sees only their own jobs.
+// the scheduler runs with --private (else null); a user then sees only their own jobs.
 std::variant<JobQuery, HttpResponse> parse_job_query(const std::map<std::string, std::string>& query,
                                                      const daemon::Caller* who) {
   auto param = [&](const char* k) -> std::optional<std::string> {
@@ -185,7 +185,7 @@ std::variant<JobQuery, HttpResponse> parse_job_query(const std::map<std::string,
 }  // namespace
 
 HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
-  auto parsed = parse_job_query(route.query, who);
+  auto parsed = parse_job_query(route.query, options_.private_reads ? who : nullptr);
   if (auto* refused = std::get_if<HttpResponse>(&parsed)) return std::move(*refused);
   const JobQuery& q = std::get<JobQuery>(parsed);
   const auto& table = service_.table();
@@ -201,7 +201,7 @@ HttpResponse Router::list_jobs(const Route& route, const daemon::Caller* who) {
       next = out.back()["id"];
       return false;
     }
-    out.push_back(job_json(r, table));
+    out.push_back(job_json(r, table, who));
     return true;
   };
   if (q.desc) {
@@ -275,7 +275,7 @@ HttpResponse Router::job_action(Call& call) {
   if (!id) return error_response(404, "not_found", "job " + route.seg[1] + " not found");
   auto r = service_.act(*id, action->second, *call.who, call.audit_as(200));
   if (!r) return error_response(r.error());
-  return json_response(200, job_json(*r, service_.table()));
+  return json_response(200, job_json(*r, service_.table(), &*call.who));
 }
 
 HttpResponse Router::node_action(Call& call) {

@@ -89,8 +89,9 @@ class Router {
   // The caller check of the entry's Access: nullopt when the call may go on, else the refusal.
   std::optional<HttpResponse> check_access(const Entry& entry, Call& call);
   HttpResponse static_file(const HttpRequest& req);
+  // `who`: the caller when the request named one (null: anonymous); what it may see of each job.
   HttpResponse list_jobs(const Route& route, const daemon::Caller* who);
-  HttpResponse job_show(const Route& route);
+  HttpResponse job_show(const Route& route, const daemon::Caller* who);
   HttpResponse cluster_read(const Route& route);
   // `idempotency_key`: the query parameter of that name (Service::submit).
   void submit(Call& call, bool batch);

@@ -145,7 +145,8 @@ std::span<const Router::Entry> Router::table() {
        [](Router& r, Call& c) { c.reply(r.list_jobs(c.route, c.who ? &*c.who : nullptr)); }},
       {{"POST", "/api/v1/jobs", A::kUser}, [](Router& r, Call& c) { r.submit(c, false); }},
       {{"POST", "/api/v1/jobs:batch", A::kUser}, [](Router& r, Call& c) { r.submit(c, true); }},
-      {{"GET", "/api/v1/jobs/{id}", A::kJobRead}, [](Router& r, Call& c) { c.reply(r.job_show(c.route)); }},
+      {{"GET", "/api/v1/jobs/{id}", A::kJobRead},
+       [](Router& r, Call& c) { c.reply(r.job_show(c.route, c.who ? &*c.who : nullptr)); }},
       {{"GET", "/api/v1/jobs/{id}/events", A::kJobRead},
        [](Router& r, Call& c) { c.reply(r.job_events(c.route)); }},
       {{"GET", "/api/v1/jobs/{id}/metrics", A::kJobRead},
@@ -256,9 +257,14 @@ std::optional<HttpResponse> Router::check_access(const Entry& entry, Call& c) {
   const Access a = entry.info.access;
   const bool needs_token = a == Access::kUser || a == Access::kOwnerOrAdmin || a == Access::kAdmin ||
                            ((a == Access::kRead || a == Access::kJobRead) && options_.private_reads);
-  if (!needs_token) return std::nullopt;
+  // A job read open to anyone still names its caller when it can: a job's env values are shown only to its
+  // owner and admins (views.hpp, sees_env). A token offered there must be valid (401 says why); a Unix
+  // user the passwd database does not know reads as anyone does.
+  const bool names_caller = a == Access::kJobRead && (!c.req.authorization.empty() || c.req.peer);
+  if (!needs_token && !names_caller) return std::nullopt;
   if (c.req.authorization.empty() && c.req.peer) {
     auto who = peer_caller(*c.req.peer, options_.peer);
+    if (!who && !needs_token) return std::nullopt;
     if (!who) return error_response(401, "unauthorized", who.error().message);
     c.who = std::move(*who);
   } else {
@@ -277,6 +283,7 @@ std::optional<HttpResponse> Router::check_access(const Entry& entry, Call& c) {
     return error_response(403, "forbidden",
                           route_name + " needs the admin role (" + c.who->user + " is a user)");
   const bool job_route = c.route.seg.size() >= 2 && c.route.seg[0] == "jobs";
+  if (!needs_token) return std::nullopt;  // named only for what it may see
   if ((a == Access::kOwnerOrAdmin || a == Access::kJobRead) && job_route && !c.who->admin()) {
     const auto id = to_int(c.route.seg[1]);
     const store::JobRecord* job = id ? service_.table().find(*id) : nullptr;

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <optional>
 #include <vector>
@@ -54,6 +57,7 @@ struct HttpServer::Impl {
   ino_t unix_inode = 0;
   ServerLimits limits;
   std::shared_ptr<size_t> open = std::make_shared<size_t>(0);  // connections (ConnectionTicket)
+  std::shared_ptr<AddressCounts> by_address = std::make_shared<AddressCounts>();
   size_t refused_since_log = 0;
   std::chrono::steady_clock::time_point last_refusal_log;
 
@@ -61,7 +65,8 @@ struct HttpServer::Impl {
   void accept();
   void accept_unix();
   void on_accept(tcp::socket socket);
-  void refuse_full(tcp::socket& socket);
+  void refuse_full(tcp::socket& socket, const std::string& address);
+  WsLimits ws_limits() const { return {limits.ws_queue_bytes, limits.ws_queue_frames, limits.ws_write_timeout}; }
 };
 
 namespace {
@@ -173,7 +178,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   // The connection leaves this session for a WsSession (accepted or refused).
   void upgrade(HttpRequest r, http::request<http::string_body> req) {
-    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_), std::move(ticket_), remote_);
+    auto ws = std::make_shared<WsSession<Stream>>(std::move(stream_), std::move(ticket_), remote_,
+                                                  server_.ws_limits());
     auto handlers = server_.ws_acceptor(r, ws);
     if (!handlers) return ws->refuse(error_response(404, "not_found", "no WebSocket at this path"), version_);
     ws->accept(std::move(req), std::move(*handlers));
@@ -377,39 +383,54 @@ void HttpServer::Impl::accept() {
 }
 
 void HttpServer::Impl::on_accept(tcp::socket socket) {
-  if (*open >= limits.max_connections) return refuse_full(socket);
+  const std::string address = remote_of(socket);
+  if (*open >= limits.max_connections) return refuse_full(socket, "");
+  if (limits.max_connections_per_address > 0) {
+    auto it = by_address->find(address);
+    if (it != by_address->end() && it->second >= limits.max_connections_per_address)
+      return refuse_full(socket, address);
+  }
   beast::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
-  ConnectionTicket ticket(open);
+  ConnectionTicket ticket(open, by_address, address);
   if (tls) return std::make_shared<TlsDetector>(std::move(socket), *this, std::move(ticket))->run();
   std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), beast::flat_buffer(),
                                                *this, std::move(ticket))
       ->start();
 }
 
-// Over the cap: a plain-HTTP 503 (TLS: no answer) written without waiting, which a new socket's empty send
-// buffer takes whole, then closed. What the client already sent is read first (without waiting), so that
-// the close is a FIN, not a reset that could overtake the answer.
-void HttpServer::Impl::refuse_full(tcp::socket& socket) {
-  static const std::string kAnswer = [] {
-    const std::string body =
-        error_response(503, "unavailable", "too many connections; try again shortly").body;
+// Over a cap (`address` set: the per-address one): a plain-HTTP 503 (TLS: no answer) written without
+// waiting, which a new socket's empty send buffer takes whole, then closed. What the client already sent is
+// read first (without waiting), so that the close is a FIN, not a reset that could overtake the answer.
+void HttpServer::Impl::refuse_full(tcp::socket& socket, const std::string& address) {
+  const auto answer = [](const std::string& message) {
+    const std::string body = error_response(503, "unavailable", message).body;
     return "HTTP/1.1 503 Service Unavailable\r\nServer: railyard-scheduler\r\nContent-Type: "
            "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\n\r\n" + body;
-  }();
+  };
+  static const std::string kFull = answer("too many connections; try again shortly");
+  const std::string text =
+      address.empty() ? kFull
+                      : answer("too many connections from " + address + " (at most " +
+                               std::to_string(limits.max_connections_per_address) +
+                               " per address: --max-connections-per-address); close some and try again");
   beast::error_code ec;
   socket.non_blocking(true, ec);
   std::array<char, 4096> discard{};
   socket.read_some(net::buffer(discard), ec);
-  if (!tls) socket.write_some(net::buffer(kAnswer), ec);
+  if (!tls) socket.write_some(net::buffer(text), ec);
   socket.shutdown(tcp::socket::shutdown_both, ec);
   socket.close(ec);
   ++refused_since_log;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_refusal_log >= kRefusalLogInterval) {
-    spdlog::warn("{} connections open (--max-connections): refused {} new one(s) with 503", *open,
-                 refused_since_log);
+    if (address.empty())
+      spdlog::warn("{} connections open (--max-connections): refused {} new one(s) with 503", *open,
+                   refused_since_log);
+    else
+      spdlog::warn("{} has {} connections open (--max-connections-per-address): refused {} new one(s) with 503",
+                   address, (*by_address)[address], refused_since_log);
     refused_since_log = 0;
     last_refusal_log = now;
   }
@@ -496,22 +517,43 @@ Status clear_stale_socket(const std::string& path) {
 
 }  // namespace
 
-Status HttpServer::listen_unix(const std::string& path) {
-  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path))
-    return invalid("--unix-socket " + path + ": must be a path of 1.." +
-                   std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
+namespace {
+
+// Moves the bound socket `staged` to `path` without replacing anything that appeared there meanwhile.
+int move_into_place(const std::string& staged, const std::string& path) {
+  if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL) return errno;  // EINVAL: a file system without RENAME_NOREPLACE
+  return ::rename(staged.c_str(), path.c_str()) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+Status HttpServer::listen_unix(const std::string& path, unsigned mode) {
+  const std::string parent = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  // The staging directory's socket (parent + "/.ryXXXXXX/s") must fit in sun_path as well as `path`.
+  const size_t most = sizeof(sockaddr_un::sun_path) - 1;
+  if (path.empty() || path.back() == '/' || path.size() > most || parent.size() + 12 > most)
+    return invalid("--unix-socket " + path + ": must be a path of 1.." + std::to_string(most) +
+                   " bytes whose directory's path has at most " + std::to_string(most - 12));
   if (auto s = clear_stale_socket(path); !s) return s;
+  std::string dir = (parent.empty() ? std::string("/") : parent) + "/.ryXXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr)  // 0700: no other user can reach the socket before it has its mode
+    return Error{ErrorCode::kUnavailable, "--unix-socket " + path + ": cannot make a directory beside it (" +
+                                              std::string(std::strerror(errno)) + ")"};
+  const std::string staged = dir + "/s";
   auto& a = impl_->unix_acceptor;
   beast::error_code ec;
   a.open(local(), ec);
-  if (!ec) a.bind(local::endpoint(path), ec);
-  // Anyone on the host may connect: who they are comes from the kernel, not from the file's mode.
-  if (!ec && ::chmod(path.c_str(), 0666) != 0) ec = beast::error_code(errno, beast::system_category());
+  if (!ec) a.bind(local::endpoint(staged), ec);
+  if (!ec && ::chmod(staged.c_str(), mode) != 0) ec = beast::error_code(errno, beast::system_category());
   if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (!ec)
+    if (const int err = move_into_place(staged, path); err != 0) ec = beast::error_code(err, beast::system_category());
+  ::unlink(staged.c_str());  // still there only when a step failed
+  ::rmdir(dir.c_str());
   if (ec) {
     const std::string why = ec.message();
     a.close(ec);
-    ::unlink(path.c_str());  // made by bind() when a later step failed; nothing was there before it
     return Error{ErrorCode::kUnavailable, "listen on unix socket " + path + ": " + why};
   }
   struct stat st {};

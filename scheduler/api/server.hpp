@@ -34,6 +34,16 @@ struct ServerLimits {
   // From waiting for a request (a new connection, or an idle keep-alive one) to having its whole header;
   // also the TLS handshake's. Slow-loris clients are closed after it.
   std::chrono::seconds header_timeout{10};
+  // TCP connections open at once from one peer address (0: no bound); one more is answered 503 and closed.
+  // An agent process serves all its nodes over one connection, so a host needs few; users behind one login
+  // node or NAT share an address, hence the room. The Unix socket is not counted here.
+  size_t max_connections_per_address = 512;
+  // What a WebSocket may have waiting to be sent, and how long one frame's write may take; a peer past either
+  // is closed (1008 when it still reads; ws_session.hpp). Bursts stay within them: a batch of 10,000 jobs
+  // is 10,000 job frames of about 1 KB.
+  size_t ws_queue_bytes = size_t{16} << 20;
+  size_t ws_queue_frames = 32768;
+  std::chrono::seconds ws_write_timeout{30};
 };
 
 class HttpServer {
@@ -55,11 +65,13 @@ class HttpServer {
   Status enable_tls(const std::string& cert_file, const std::string& key_file);
   // Binds and listens; returns the bound port (useful with port 0).
   Result<int> listen(const std::string& host, int port);
-  // Also accepts on a Unix stream socket at `path` (plain HTTP, also with TLS on; at most 107 bytes):
-  // mode 0666, every request carrying the peer's kernel credentials (HttpRequest::peer). A stale socket
-  // there (none accepting) is replaced; a live one, or another kind of file, is an error. The file is
-  // removed when the server is destroyed, unless another socket has replaced it meanwhile.
-  Status listen_unix(const std::string& path);
+  // Also accepts on a Unix stream socket at `path` (plain HTTP, also with TLS on; at most 107 bytes), every
+  // request carrying the peer's kernel credentials (HttpRequest::peer). The socket has `mode` from the moment
+  // it appears at `path`: it is bound in a fresh 0700 directory beside it, given its mode there, and renamed
+  // into place, so no other user can connect in between and no chmod by path follows. A stale socket there
+  // (none accepting) is replaced; a live one, or another kind of file, is an error. The file is removed when
+  // the server is destroyed, unless another socket has replaced it meanwhile.
+  Status listen_unix(const std::string& path, unsigned mode = 0666);
   // Runs until stop() or SIGINT/SIGTERM.
   void run();
   void stop();

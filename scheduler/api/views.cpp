@@ -34,15 +34,28 @@ json array_tasks_json(const store::JobRecord& r, const lifecycle::JobTable& tabl
           {"failed", a->failed}};
 }
 
+// The spec as `viewer` may see it, and whether its env values were hidden.
+std::pair<json, bool> spec_for(const store::JobRecord& r, const daemon::Caller* viewer) {
+  json spec = jobs::to_json(r.spec);
+  if (r.spec.env.empty() || sees_env(r, viewer)) return {std::move(spec), false};
+  for (auto& [key, value] : spec["env"].items()) value = kHiddenEnvValue;
+  return {std::move(spec), true};
+}
+
 }  // namespace
 
-json job_json(const store::JobRecord& r, const lifecycle::JobTable& table) {
+bool sees_env(const store::JobRecord& r, const daemon::Caller* viewer) {
+  return viewer && (viewer->admin() || viewer->user == r.spec.user);
+}
+
+json job_json(const store::JobRecord& r, const lifecycle::JobTable& table, const daemon::Caller* viewer) {
   const topology::Cluster& cluster = table.cluster();
   json gpu_ids = json::array();
   for (auto g : r.gpus) gpu_ids.push_back(g);
   for (const auto& s : r.slices)
     gpu_ids.push_back({{"gpu", s.gpu}, {"mig", s.profile}, {"first_slot", s.first_slot}});
   const bool placed = !r.nodes.empty();
+  auto [spec, env_hidden] = spec_for(r, viewer);
   return {{"id", r.id},
           {"name", r.spec.name},
           {"user", r.spec.user},
@@ -64,7 +77,10 @@ json job_json(const store::JobRecord& r, const lifecycle::JobTable& table) {
           {"array_job", r.spec.array_job != 0 ? json(r.spec.array_job) : json(nullptr)},
           {"array_task", r.spec.array_job != 0 ? json(r.spec.array_task) : json(nullptr)},
           {"array_tasks", array_tasks_json(r, table)},
-          {"spec", jobs::to_json(r.spec)}};
+          {"held_by", r.held_by.empty() ? json(nullptr) : json(r.held_by)},
+          {"held_by_admin", r.held_by_admin},
+          {"env_hidden", env_hidden},
+          {"spec", std::move(spec)}};
 }
 
 json placement_estimate_json(const store::JobRecord& r, const topology::Cluster& cluster) {

@@ -9,9 +9,19 @@
 
 namespace railyard::api {
 
-// A job as the API shows it. A task of an array has "array_job" and "array_task" (else null); an array has
-// "array_tasks": {"total", "created", "active", "completed", "failed"} (else null).
-nlohmann::json job_json(const store::JobRecord& r, const lifecycle::JobTable& table);
+// What a job's spec.env values show to a reader who may not see them: people keep HF_TOKEN and
+// WANDB_API_KEY there. The keys stay, so a reader still sees which variables a job sets.
+inline constexpr const char* kHiddenEnvValue = "<hidden>";
+// Whether `viewer` may read the values of the job's spec.env: its owner and admins; nobody else, and never
+// an anonymous reader (`viewer` null).
+bool sees_env(const store::JobRecord& r, const daemon::Caller* viewer);
+// A job as the API shows it to `viewer` (null: an anonymous reader). A task of an array has "array_job" and
+// "array_task" (else null); an array has "array_tasks": {"total", "created", "active", "completed",
+// "failed"} (else null). "env_hidden": true when the spec's env values were replaced by kHiddenEnvValue
+// (sees_env is false and the job has env); every serialized spec goes through here. "held_by": who placed
+// the hold of a HELD job (else null), "held_by_admin": whether with the admin role.
+nlohmann::json job_json(const store::JobRecord& r, const lifecycle::JobTable& table,
+                        const daemon::Caller* viewer);
 // The allreduce size the job view's cost-model estimate is for (1 GiB, the CLI's `show --bytes` default).
 inline constexpr double kEstimateBytes = 1024.0 * 1024 * 1024;
 // The cost model's (topology/cost.hpp) allreduce estimate for the GPUs the job holds or last held, on the

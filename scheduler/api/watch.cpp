@@ -22,6 +22,22 @@ void WatchHub::send(Sub& s, const json& frame) {
   s.peer->send(frame.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+std::optional<Result<daemon::Caller>> WatchHub::caller_of(const HttpRequest& req) const {
+  if (!req.authorization.empty()) {
+    auto token = bearer_token(req.authorization);
+    if (!token) return Result<daemon::Caller>(Error{ErrorCode::kPermission, "malformed Authorization header"});
+    auto auth = service_.authenticate(*token);
+    if (!auth) return Result<daemon::Caller>(auth.error());
+    if (!auth->caller) return Result<daemon::Caller>(Error{ErrorCode::kPermission, auth->refusal});
+    return Result<daemon::Caller>(*auth->caller);
+  }
+  if (req.peer) {
+    auto who = peer_caller(*req.peer, peer_policy_);
+    if (who || private_) return who;  // without --private an unknown uid watches as anyone does
+  }
+  return std::nullopt;
+}
+
 std::optional<WsHandlers> WatchHub::accept(const HttpRequest& req, const std::shared_ptr<WsPeer>& peer) {
   Sub s{peer, std::nullopt, !private_, std::nullopt};
   const size_t q = req.target.find('?');
@@ -33,33 +49,63 @@ std::optional<WsHandlers> WatchHub::accept(const HttpRequest& req, const std::sh
     s.job = *id;
   }
   WsPeer* key = peer.get();
-  if (s.authed) send(s, {{"type", "hello"}, {"v", 1}});
-  subs_[key] = std::move(s);
+  Sub& added = subs_[key] = std::move(s);
+  if (auto who = caller_of(req); who && *who) {
+    identify(added, std::move(*who));
+  } else if (who) {  // refused once the upgrade is done: the session cannot close before it is accepted
+    service_.loop().post([this, weak = std::weak_ptr<WsPeer>(peer), e = who->error()] {
+      auto p = weak.lock();
+      if (auto it = p ? subs_.find(p.get()) : subs_.end(); it != subs_.end() && it->second.peer == p)
+        identify(it->second, e);
+    });
+  } else if (added.authed) {
+    send(added, {{"type", "hello"}, {"v", 1}});
+  } else {
+    service_.loop().post_after(kWatchAuthDeadline, [this, weak = std::weak_ptr<WsPeer>(peer)] { expire_auth(weak); });
+  }
   return WsHandlers{[this, key](std::string_view text) { on_message(key, text); },
                     [this, key] { subs_.erase(key); }};
 }
 
+void WatchHub::expire_auth(const std::weak_ptr<WsPeer>& weak) {
+  auto peer = weak.lock();
+  if (!peer) return;
+  auto it = subs_.find(peer.get());
+  if (it == subs_.end() || it->second.peer != peer || it->second.authed) return;
+  send(it->second, {{"type", "error"},
+                    {"code", "unauthorized"},
+                    {"message", "no auth frame within " + std::to_string(kWatchAuthDeadline.count()) +
+                                    " s (the scheduler runs with --private)"}});
+  peer->close();
+}
+
+void WatchHub::identify(Sub& s, Result<daemon::Caller> who) {
+  if (!who) {
+    send(s, {{"type", "error"}, {"code", "unauthorized"}, {"message", who.error().message}});
+    return s.peer->close();
+  }
+  const bool was_authed = s.authed;
+  s.viewer = std::move(*who);
+  s.authed = true;
+  if (!was_authed) send(s, {{"type", "hello"}, {"v", 1}});
+}
+
+// An auth frame names the watcher: required first with --private, optional (once) without.
 void WatchHub::on_message(WsPeer* peer, std::string_view text) {
   auto it = subs_.find(peer);
-  if (it == subs_.end() || it->second.authed) return;  // watchers have nothing else to say
+  if (it == subs_.end() || it->second.viewer) return;  // watchers have nothing else to say
   Sub& s = it->second;
   auto parsed = parse_json_bounded(text);
   json m = parsed ? std::move(*parsed) : json();
-  std::optional<daemon::Caller> who;
-  std::string refusal =
-      parsed ? "first frame must be a valid auth" : "first frame: " + parsed.error().message;
-  if (m.is_object() && m.value("type", "") == "auth" && m.contains("token") && m["token"].is_string()) {
-    auto c = service_.authenticate(m["token"].get<std::string>());
-    if (c && c->caller) who = c->caller;
-    if (c && !c->caller) refusal = c->refusal;
-  }
-  if (!who) {
-    send(s, {{"type", "error"}, {"code", "unauthorized"}, {"message", refusal}});
-    return s.peer->close();
-  }
-  s.authed = true;
-  if (!who->admin()) s.only_user = who->user;  // --private: a user sees only their own jobs
-  send(s, {{"type", "hello"}, {"v", 1}});
+  const bool auth_frame = m.is_object() && m.value("type", "") == "auth";
+  if (s.authed && !auth_frame) return;
+  if (!auth_frame || !m.contains("token") || !m["token"].is_string())
+    return identify(s, Error{ErrorCode::kPermission, parsed ? "first frame must be a valid auth"
+                                                            : "first frame: " + parsed.error().message});
+  auto c = service_.authenticate(m["token"].get<std::string>());
+  if (!c) return identify(s, c.error());
+  if (!c->caller) return identify(s, Error{ErrorCode::kPermission, c->refusal});
+  identify(s, *c->caller);
 }
 
 void WatchHub::on_batch(const store::WriteBatch& b) {
@@ -76,10 +122,12 @@ void WatchHub::on_batch(const store::WriteBatch& b) {
   for (jobs::JobId id : ids) {
     const auto* r = table.find(id);
     if (!r) continue;
-    std::optional<json> frame;
+    std::optional<json> full, hidden;  // built once each: the owner's and admins' view, everyone else's
     for (auto& [p, s] : subs_) {
-      if (!s.authed || (s.job && *s.job != id) || (s.only_user && *s.only_user != r->spec.user)) continue;
-      if (!frame) frame = json{{"type", "job"}, {"job", job_json(*r, table)}};
+      if (!s.authed || (s.job && *s.job != id) || (only_own(s) && s.viewer->user != r->spec.user)) continue;
+      const daemon::Caller* viewer = s.viewer ? &*s.viewer : nullptr;
+      std::optional<json>& frame = sees_env(*r, viewer) ? full : hidden;
+      if (!frame) frame = json{{"type", "job"}, {"job", job_json(*r, table, viewer)}};
       send(s, *frame);
     }
   }
@@ -97,7 +145,7 @@ void WatchHub::on_batch(const store::WriteBatch& b) {
 void WatchHub::on_metrics(jobs::JobId job, const json& events) {
   const store::JobRecord* r = service_.table().find(job);
   for (auto& [p, s] : subs_)
-    if (s.authed && (!s.job || *s.job == job) && (!s.only_user || (r && r->spec.user == *s.only_user)))
+    if (s.authed && (!s.job || *s.job == job) && (!only_own(s) || (r && r->spec.user == s.viewer->user)))
       send(s, {{"type", "metrics"}, {"job", job}, {"events", events}});
 }
 

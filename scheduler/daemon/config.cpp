@@ -70,8 +70,10 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
   Status s = railyard::ok();
   if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
       key == "agent_secret_file" || key == "tls_cert" || key == "tls_key" || key == "unix_socket" ||
-      key == "admin_group" || key == "high_qos_users") {
-    s = want(v.is_string(), "a string");
+      key == "admin_group" || key == "high_qos_users" || key == "unix_socket_mode") {
+    s = want(v.is_string() && (key != "unix_socket_mode" || parse_socket_mode(v.get<std::string>())),
+             key == "unix_socket_mode" ? "an octal mode string from \"0600\" to \"0777\", like \"0600\""
+                                       : "a string");
     if (s && !is_given) {
       std::string& field = key == "listen"              ? c.listen
                            : key == "db"                ? c.db
@@ -83,6 +85,7 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
                            : key == "unix_socket"       ? c.unix_socket
                            : key == "admin_group"       ? c.admin_group
                            : key == "high_qos_users"    ? c.high_qos_users
+                           : key == "unix_socket_mode"  ? c.unix_socket_mode
                                                         : c.preset;
       field = v.get<std::string>();
     }
@@ -99,6 +102,10 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
     s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 86400,
              "an integer 1..86400 (seconds)");
     if (s && !is_given) c.launch_timeout_s = v.get<int>();
+  } else if (key == "max_connections_per_address") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 1'048'576,
+             "an integer 0..1048576 (0 = no bound)");
+    if (s && !is_given) c.max_connections_per_address = v.get<int>();
   } else if (key == "max_connections" || key == "header_timeout") {
     const int64_t most = key == "max_connections" ? 1'048'576 : 3600;
     s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= most,
@@ -145,7 +152,8 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
         "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, fairshare_half_life, tls_cert, tls_key, submit_durability, max_connections, "
-        "header_timeout, unix_socket, admin_group, high_qos_users)");
+        "header_timeout, max_connections_per_address, unix_socket, unix_socket_mode, admin_group, "
+        "high_qos_users)");
   }
   return s;
 }
@@ -158,6 +166,20 @@ Status merge_config_file(const std::string& file_path, const std::set<std::strin
   for (const auto& item : j->items())
     if (auto s = merge_key(file_path, item.key(), item.value(), given.count(item.key()) > 0, c); !s) return s;
   return ok();
+}
+
+Result<unsigned> parse_socket_mode(const std::string& text) {
+  unsigned mode = 0;
+  bool digits = !text.empty() && text.size() <= 4;
+  for (char ch : text) {
+    digits = digits && ch >= '0' && ch <= '7';
+    mode = mode * 8 + static_cast<unsigned>(ch - '0');
+  }
+  if (!digits || mode > 0777 || (mode & 0600) != 0600)
+    return invalid("--unix-socket-mode " + text +
+                   ": must be an octal mode 0600..0777 with read and write for the owner (0600: only the "
+                   "scheduler's user may connect; 0666: every local user, each as who the kernel says)");
+  return mode;
 }
 
 Result<store::Durability> parse_submit_durability(const std::string& text) {

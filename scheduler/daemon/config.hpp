@@ -5,7 +5,8 @@
 //   "launch_timeout": 120, "compact_wait": 300, "compact_wait_max": 604800, "compact_wait_share": 12,
 //   "pass_budget_ms": 1000, "priority_weights": "size=0", "fairshare_half_life": 604800,
 //   "tls_cert": "...", "tls_key": "...", "submit_durability": "synced", "max_connections": 4096,
-//   "header_timeout": 10, "unix_socket": "/run/railyard.sock", "admin_group": "railyard-admins",
+//   "header_timeout": 10, "max_connections_per_address": 512, "unix_socket": "/run/railyard.sock",
+//   "unix_socket_mode": "0666", "admin_group": "railyard-admins",
 //   "high_qos_users": "alice,bob"});
 // a flag given on the command line wins over the file.
 #pragma once
@@ -55,11 +56,16 @@ struct DaemonConfig {
   // Service::set_submit_durability).
   std::string submit_durability = "synced";
   int max_connections = 4096;  // api::ServerLimits (1..1048576)
+  // api::ServerLimits::max_connections_per_address (0..1048576; 0 = no bound).
+  int max_connections_per_address = 512;
   int header_timeout_s = 10;   // api::ServerLimits (1..3600)
   // A Unix socket to accept on as well ("" = none), whose callers the kernel names (api/peer_auth.hpp), and
   // the group whose members are admins there ("" = only root and the scheduler's own user).
   std::string unix_socket;
   std::string admin_group;
+  // The Unix socket's mode, octal ("0666": any local user connects and is who the kernel says; "0600": the
+  // scheduler's own user only, what `railyard up` as a non-root user asks for). parse_socket_mode checks it.
+  std::string unix_socket_mode = "0666";
   // Who may submit QoS high besides admins: "alice,bob", "*" = everyone, "" = admins only
   // (SubmitIntake::set_high_qos_users).
   std::string high_qos_users;
@@ -70,6 +76,10 @@ struct DaemonConfig {
   std::string ha_advertise;
   int ha_ttl_s = 5;
 };
+
+// "0600", "660", ... -> the mode: octal, at most 0777, read and write for the owner (the scheduler's user
+// reaches its own socket); anything else is an error naming --unix-socket-mode.
+Result<unsigned> parse_socket_mode(const std::string& text);
 
 // "synced" -> kSynced, "written" -> kWritten; anything else is an error naming both.
 Result<store::Durability> parse_submit_durability(const std::string& text);

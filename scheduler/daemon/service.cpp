@@ -26,6 +26,23 @@ std::string_view verb(jobs::JobEvent event) {
   }
 }
 
+// An admin's hold is released only by an admin: a user may release the holds they placed (or that
+// were placed before holders were recorded), not one an admin put on their job.
+Status may_release(const JobRecord& job, jobs::JobEvent event, const Caller& who) {
+  if (event != jobs::JobEvent::kReleased || !job.held_by_admin || who.admin()) return ok();
+  return Error{ErrorCode::kPermission, "job " + std::to_string(job.id) + " was held by " + job.held_by +
+                                           ", an admin: only an admin may release it"};
+}
+
+// Every job the changes leave HELD records who held it; every other one forgets its holder.
+void record_holder(lifecycle::Changes& changes, const Caller& who) {
+  for (auto& r : changes.updates) {
+    const bool held = r.state == jobs::JobState::kHeld;
+    r.held_by = held ? who.user : "";
+    r.held_by_admin = held && who.admin();
+  }
+}
+
 }  // namespace
 
 Service::Service(const topology::Cluster& cluster, std::unique_ptr<store::StateStore> store, Loop loop,
@@ -93,8 +110,10 @@ Result<JobRecord> Service::act(JobId id, jobs::JobEvent event, const Caller& who
     return Error{ErrorCode::kPermission, "job " + std::to_string(id) + " belongs to " + cur->spec.user +
                                              "; only its owner or an admin may " + std::string(verb(event)) +
                                              " it"};
+  if (auto s = may_release(*cur, event, who); !s) return s.error();
   auto changes = table_.event_changes(id, event, who.user, clock_());
   if (!changes) return changes.error();
+  record_holder(*changes, who);
   WriteBatch batch(std::move(*changes));
   if (audit) batch.audit.push_back(*audit);
   if (auto s = change(batch); !s) return s.error();

@@ -25,7 +25,7 @@ bool same_mutable(const JobRecord& a, const JobRecord& b) {
          same_slices(a.slices, b.slices) && a.nodes == b.nodes && a.leaves_spanned == b.leaves_spanned &&
          a.min_leaves == b.min_leaves && a.estimated_start == b.estimated_start &&
          a.time_to_train_s == b.time_to_train_s && a.attempt == b.attempt &&
-         a.compact_since == b.compact_since;
+         a.compact_since == b.compact_since && a.held_by == b.held_by && a.held_by_admin == b.held_by_admin;
 }
 
 // Copies of the jobs a plan touches, collected so that several changes to one job become one update.
@@ -73,6 +73,8 @@ void copy_mutable(const JobRecord& from, JobRecord& to) {
   to.time_to_train_s = from.time_to_train_s;
   to.attempt = from.attempt;
   to.compact_since = from.compact_since;
+  to.held_by = from.held_by;
+  to.held_by_admin = from.held_by_admin;
 }
 
 void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, int64_t now) {

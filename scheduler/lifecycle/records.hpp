@@ -36,6 +36,10 @@ struct JobRecord {
   // When a pass first made this pending job wait for a compact placement (sched::PendingInfo::compact_since);
   // cleared when it starts, so a requeued job waits afresh.
   std::optional<int64_t> compact_since;
+  // Who placed the job's hold and whether with the admin role (only an admin releases an admin's hold);
+  // "" and false while the job is not held. Set by the daemon's Service::act.
+  std::string held_by;
+  bool held_by_admin = false;
 };
 
 struct NodeRecord {

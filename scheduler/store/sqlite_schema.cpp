@@ -8,7 +8,7 @@
 namespace railyard::store {
 namespace {
 
-constexpr std::array<std::string_view, 12> kMigrations = {
+constexpr std::array<std::string_view, 13> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -100,6 +100,10 @@ constexpr std::array<std::string_view, 12> kMigrations = {
     // at once by its jobs (NULL: no bound), and its fair-share shares.
     R"(CREATE TABLE quotas (kind TEXT NOT NULL, name TEXT NOT NULL, gpus INTEGER, shares REAL NOT NULL DEFAULT 1,
          PRIMARY KEY (kind, name)) WITHOUT ROWID;)",
+    // 13: who placed a job's hold, and whether with the admin role (issue 44): only an admin releases an
+    // admin's hold. '' and 0 while the job is not held, and for holds placed before.
+    R"(ALTER TABLE jobs ADD COLUMN held_by TEXT NOT NULL DEFAULT '';
+       ALTER TABLE jobs ADD COLUMN held_by_admin INTEGER NOT NULL DEFAULT 0;)",
 };
 
 }  // namespace

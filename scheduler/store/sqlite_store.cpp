@@ -84,6 +84,8 @@ JobRecord read_job(const sql::Stmt& q) {
   r.time_to_train_s = q.opt_real(13);
   r.attempt = static_cast<int>(q.int64(14));
   r.compact_since = q.opt_int64(15);
+  r.held_by = q.text(16);
+  r.held_by_admin = q.int64(17) != 0;
   return r;
 }
 
@@ -101,7 +103,9 @@ void bind_mutable(sql::Stmt& st, int first, const JobRecord& r) {
       .bind(first + 9, r.estimated_start)
       .bind(first + 10, r.time_to_train_s)
       .bind(first + 11, int64_t{r.attempt})
-      .bind(first + 12, r.compact_since);
+      .bind(first + 12, r.compact_since)
+      .bind(first + 13, r.held_by)
+      .bind(first + 14, int64_t{r.held_by_admin ? 1 : 0});
 }
 
 template <typename F>
@@ -183,8 +187,8 @@ Result<StoredState> SqliteStateStore::load() {
     StoredState s;
     sql::Stmt q(db_,
                 "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
-                "leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt, compact_since FROM "
-                "jobs ORDER BY id");
+                "leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt, compact_since, held_by, "
+                "held_by_admin FROM jobs ORDER BY id");
     while (q.step()) s.jobs.push_back(read_job(q));
     sql::Stmt n(db_, "SELECT name, health, reason FROM nodes ORDER BY name");
     while (n.step()) s.nodes.push_back({n.text(0), parse_health(n.text(1)), n.text(2)});
@@ -230,12 +234,12 @@ struct SqliteStateStore::Statements {
       : ins(db,
             "INSERT INTO jobs(id, spec, user, submit_time, state, start_time, end_time, exit_code, reason, "
             "gpus, nodes, leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt, "
-            "compact_since) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+            "compact_since, held_by, held_by_admin) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         upd(db,
             "UPDATE jobs SET state=?, start_time=?, end_time=?, exit_code=?, reason=?, gpus=?, nodes=?, "
             "leaves_spanned=?, min_leaves=?, estimated_start=?, time_to_train_s=?, attempt=?, "
-            "compact_since=? "
+            "compact_since=?, held_by=?, held_by_admin=? "
             "WHERE id=?"),
         node(db, "INSERT OR REPLACE INTO nodes(name, health, reason) VALUES (?,?,?)"),
         ev(db, "INSERT INTO events(subject, time, actor, what, time_ms) VALUES (?,?,?,?,?)"),
@@ -271,7 +275,7 @@ void SqliteStateStore::write(const WriteBatch& b) {
   upd.reset();
   for (const auto& r : b.updates) {
     bind_mutable(upd, 1, r);
-    upd.bind(14, r.id).run();
+    upd.bind(16, r.id).run();
   }
   sql::Stmt& node = st.node;
   node.reset();

@@ -117,6 +117,20 @@ describe('dashboard', {skip: skipBrowser}, () => {
     await page.close();
   });
 
+  test('a job page shows env keys but not their values to a reader who is not the owner', async () => {
+    const {id} = await api(s.url, 'POST', '/jobs', {name: 'secretive', gpus: 1, env: {HF_TOKEN: 'hf_notForYou'}},
+                           s.token);
+    const page = await b.newPage();  // no token: an anonymous reader
+    await page.goto(`${s.url}/#/job/${id}`);
+    const env = page.locator('#env');
+    await env.waitFor({timeout: 5000});
+    const text = await env.textContent();
+    assert.match(text, /HF_TOKEN/);
+    assert.match(text, /values hidden/);
+    assert.doesNotMatch(await page.content(), /hf_notForYou/);
+    await page.close();
+  });
+
   test('an array shows its progress, its tasks as name[index], and a cancel live', async () => {
     const {id} = await api(s.url, 'POST', '/jobs', {name: 'sweep', gpus: 8, array: '0-5'}, s.token);
     const page = await b.newPage();

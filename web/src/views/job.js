@@ -54,6 +54,16 @@ function estimateText(e) {
          `within one ${e.span}${e.rail_aligned === false ? ', rails crossed' : ''})`;
 }
 
+// The job's environment as one line, KEY=value ...: the API gives values only to the job's owner and admins
+// (env_hidden: the others get each value as "<hidden>"), so the line then says why none shows.
+function envText(job) {
+  const env = job.spec && job.spec.env;
+  const keys = env ? Object.keys(env) : [];
+  if (!keys.length) return null;
+  if (job.env_hidden) return `${keys.join(', ')} (values hidden: only the job's owner and admins see them)`;
+  return keys.map((k) => `${k}=${env[k]}`).join(' ');
+}
+
 function kv(rows) {
   return h('table', {class: 'kv'}, rows.filter(Boolean).map(([k, v]) => h('tr', {}, h('th', {text: k}),
                                                                           h('td', {}, v ?? ''))));
@@ -93,6 +103,8 @@ export function mount(root, {args}) {
           job.array_tasks ? ['array', arrayProgress(job)] : null,
           job.array_job != null ? ['array', `task ${job.array_task} of array ${job.array_job}`] : null,
           dependsOn(job) ? ['depends on', dependsOn(job)] : null,
+          job.held_by ? ['held by', job.held_by + (job.held_by_admin ? ' (an admin: only an admin may release it)' : '')] : null,
+          envText(job) ? ['environment', h('span', {id: 'env', text: envText(job)})] : null,
           job.estimated_start ? ['estimated start', fmtTime(job.estimated_start)] : null,
           ['time-to-train', h('b', {id: 'ttt', text: job.time_to_train_s != null ? fmtDuration(job.time_to_train_s) : 'not reached'})]]));
     const gpuText = (job.gpu_ids || []).map((g) => (typeof g === 'object' ? `${g.gpu}:${g.mig}` : String(g))).join(', ');
