@@ -24,6 +24,7 @@
 
 #include "agent/session/session.hpp"
 #include "common/hostlist.hpp"
+#include "common/protocol/key_file.hpp"
 #include "common/net/ws_client.hpp"
 
 namespace {
@@ -73,9 +74,9 @@ bool scheduler_urls(const std::string& urls, std::vector<std::string>& ws, std::
 }
 
 std::string read_secret(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read the secret file " + path);
-  std::string s((std::istreambuf_iterator<char>(in)), {});
+  auto text = railyard::protocol::read_private_file(path);  // refused when others can read it, as ssh does
+  if (!text) throw std::runtime_error(text.error().message);
+  std::string s = std::move(*text);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   if (s.empty()) throw std::runtime_error("the secret file " + path + " is empty");
   return s;

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/protocol/key_file.hpp"
 #include "scheduler/api/auth.hpp"
 #include "scheduler/api/static_files.hpp"
 #include "scheduler/ha/etcd.hpp"
@@ -72,11 +73,9 @@ class HubPeer final : public daemon::Peer {
 
 Result<std::string> read_secret(const std::string& path) {
   if (path.empty()) return std::string();
-  std::ifstream in(path);
-  if (!in) return not_found("--agent-secret-file " + path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+  auto text = protocol::read_private_file(path);  // refused when others can read it, as ssh does
+  if (!text) return railyard::Error{text.error().code, "--agent-secret-file: " + text.error().message};
+  std::string s = std::move(*text);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   if (s.size() < 16)
     return invalid("--agent-secret-file " + path + ": the secret must have at least 16 characters");

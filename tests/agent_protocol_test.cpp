@@ -2,6 +2,7 @@
 // database, and a fake agent speaking PROTOCOL.md over a real WebSocket (Beast client, this TU only).
 // Also: live updates on /api/v1/watch and static files at /.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <thread>
@@ -28,6 +29,7 @@ class AgentProtocolTest : public ::testing::Test {
   void SetUp() override {
     std::ofstream(dir_.file("two.json")) << kTwoNodes;
     std::ofstream(dir_.file("secret")) << kSecret << "\n";
+    ::chmod(dir_.file("secret").c_str(), 0600);  // a credential file others can read is refused
     token_ = create_token(kBin, db(), "alice", "admin");
   }
   std::string db() const { return dir_.file("state.db"); }

@@ -485,5 +485,47 @@ TEST(AgentHub, FailingHealthCheckDrainsTheNodeAndPassingResumesIt) {
   EXPECT_FALSE(p->of("error").empty());
 }
 
+// Mutual authentication (issue 44; PROTOCOL.md "Handshake and authentication"): `registered` and every later
+// message to an agent carry a counter and a MAC made with the connection's session key, over the exact
+// bytes sent, which the agent's verifier accepts once each and in order.
+TEST(AgentHub, RegisteredAndEveryLaterMessageAreSealedWithTheSessionKey) {
+  struct RawPeer : FakePeer {
+    void send(std::string text) override {
+      raw.push_back(text);
+      FakePeer::send(std::move(text));
+    }
+    std::vector<std::string> raw;
+  };
+  testing::TempDir dir;
+  Harness h(dir);
+  auto p = std::make_shared<RawPeer>();
+  h.hub->on_open(p);
+  const std::string challenge = p->sent.at(0).at("challenge");
+  EXPECT_FALSE(p->sent.at(0).contains("mac"));  // hello: nothing to prove yet
+  const std::string ours(64, 'b');
+  h.hub->on_message(p.get(), json{{"type", "register"},
+                                  {"v", 1},
+                                  {"agent", "test:1"},
+                                  {"agent_challenge", ours},
+                                  {"nodes", {{{"name", "n1"}, {"inventory", {{"gpus", 8}}}}}},
+                                  {"mac", register_mac(kSecret, challenge, "test:1", {"n1"})}}
+                                 .dump());
+  h.run();
+  const auto id = h.submit(8);  // -> launch to n1
+  h.send(std::static_pointer_cast<FakePeer>(p), {{"type", "dance"}, {"v", 1}});  // -> error unknown_type
+  ASSERT_EQ(p->raw.size(), 4u);
+  ASSERT_EQ(p->sent[1]["type"], "registered");
+  ASSERT_EQ(p->sent[2]["type"], "launch");
+  EXPECT_EQ(p->sent[2]["job"], id);
+  protocol::OrderVerifier verifier(protocol::session_key(kSecret, challenge, ours, "test:1"));
+  for (size_t i = 1; i < p->raw.size(); ++i) {
+    auto s = verifier.verify(p->raw[i], p->sent[i]);
+    EXPECT_TRUE(s) << p->raw[i] << ": " << s.error().message;
+    EXPECT_EQ(p->sent[i]["n"], static_cast<int64_t>(i));
+  }
+  protocol::OrderVerifier other(protocol::session_key(kSecret, challenge, std::string(64, 'c'), "test:1"));
+  EXPECT_FALSE(other.verify(p->raw[1], p->sent[1]));  // another agent challenge, another key
+}
+
 }  // namespace
 }  // namespace railyard::daemon

@@ -4,6 +4,7 @@
 // is gone). The node goes DOWN after the heartbeat timeout (measured), the job ends NODE_FAIL and is
 // requeued, runs on the other node, says it resumed from the checkpoint (MLLOG `resume`) and completes.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 
@@ -28,6 +29,7 @@ class FaultAgent : public ::testing::Test {
   void SetUp() override {
     std::ofstream(dir_.file("two.json")) << kTwoNodes;
     std::ofstream(dir_.file("secret")) << "agent-fault-secret-0123456789\n";
+    ::chmod(dir_.file("secret").c_str(), 0600);  // a credential file others can read is refused
     token_ = create_token(RAILYARD_SCHEDULER_BIN, dir_.file("state.db"), "alice", "admin");
     sched_ = std::make_unique<DaemonProcess>(
         RAILYARD_SCHEDULER_BIN,

@@ -5,6 +5,7 @@
 // another node; when the link heals, the old worker is killed (fencing) and one copy runs from then on.
 // Needs root (ip netns); every namespace and veth is removed at the end, also on failure.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
@@ -47,6 +48,7 @@ class FaultNetns : public ::testing::Test {
     }
     std::ofstream(dir_.file("three.json")) << kThreeNodes;
     std::ofstream(dir_.file("secret")) << "netns-cluster-secret-0123456789\n";
+    ::chmod(dir_.file("secret").c_str(), 0600);  // a credential file others can read is refused
     token_ = create_token(RAILYARD_SCHEDULER_BIN, dir_.file("state.db"), "alice", "admin");
     // This thread joins the scheduler's namespace: the daemon forked from it starts there, and the test's
     // HTTP client reaches it on that namespace's 127.0.0.1.

@@ -5,6 +5,7 @@
 // Afterwards: every acknowledged id is stored exactly once under its name, no name is stored twice, and the
 // jobs that ran at the kill stay RUNNING and end COMPLETED.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <map>
@@ -32,6 +33,7 @@ class FaultStorm : public ::testing::Test {
   void SetUp() override {
     std::ofstream(dir_.file("four.json")) << kFourNodes;
     std::ofstream(dir_.file("secret")) << "storm-cluster-secret-0123456789\n";
+    ::chmod(dir_.file("secret").c_str(), 0600);  // a credential file others can read is refused
     token_ = create_token(RAILYARD_SCHEDULER_BIN, dir_.file("state.db"), "alice", "admin");
     ASSERT_EQ(token_.size(), 67u) << token_;
   }

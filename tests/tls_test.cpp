@@ -5,6 +5,7 @@
 // with "certificate verify failed", a plain http:// client is told to use https://, and bad --tls-* files
 // stop the daemon with an error naming the file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <thread>
@@ -48,6 +49,7 @@ class Tls : public ::testing::Test {
     if (HasFatalFailure()) return;
     std::ofstream(dir_.file("two.json")) << kTwoNodes;
     std::ofstream(dir_.file("secret")) << "tls-cluster-secret-0123456789\n";
+    ::chmod(dir_.file("secret").c_str(), 0600);  // a credential file others can read is refused
     token_ = create_token(RAILYARD_SCHEDULER_BIN, dir_.file("state.db"), "alice", "admin");
     sched_ = std::make_unique<DaemonProcess>(
         RAILYARD_SCHEDULER_BIN,

@@ -1,5 +1,8 @@
 #include "agent/session/session.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -160,11 +163,15 @@ void Session::connected(Send send) {
   send_ = std::move(send);
   registered_ = false;
   stale_leader_ = false;
+  agent_challenge_.clear();
+  verifier_.reset();
 }
 
 void Session::disconnected() {
   send_ = nullptr;
   registered_ = false;
+  agent_challenge_.clear();
+  verifier_.reset();
 }
 
 void Session::answer_error(const std::string& code, const std::string& message_text) {
@@ -190,6 +197,7 @@ void Session::receive(std::string_view text) {
   if (!msg.is_object() || !msg.contains("type") || !msg["type"].is_string())
     return answer_error("bad_message", "not a JSON object with a type");
   const std::string type = msg["type"];
+  if (!authentic(text, msg, type)) return;
   if (!accept_epoch(msg, type)) return;
   try {
     if (type == "hello") return on_hello(msg);
@@ -213,6 +221,45 @@ void Session::receive(std::string_view text) {
   }
 }
 
+std::string Session::sealing_key(const json& registered) const {
+  if (keys_.empty()) return options_.secret;
+  auto names = registered.find("nodes");
+  if (names == registered.end() || !names->is_array()) return {};
+  for (const auto& name : *names)
+    if (name.is_string())
+      if (auto k = keys_.find(name.get<std::string>()); k != keys_.end()) return k->second;
+  return {};
+}
+
+bool Session::authentic(std::string_view text, const json& msg, const std::string& type) {
+  std::string why;
+  if (verifier_) {
+    auto s = verifier_->verify(text, msg);
+    if (s) return true;
+    why = s.error().message;
+  } else if (type == "registered") {
+    const std::string key = sealing_key(msg);
+    if (agent_challenge_.empty()) {
+      why = "no register of ours on this connection";
+    } else if (key.empty()) {
+      why = "it accepts none of our nodes, so nothing proves it holds a key";
+    } else {
+      verifier_.emplace(protocol::session_key(key, challenge_, agent_challenge_, options_.agent_id));
+      auto s = verifier_->verify(text, msg);
+      if (s) return true;
+      verifier_.reset();
+      why = s.error().message;
+    }
+  } else {
+    return true;  // hello; error (logged only); orders are answered not_registered
+  }
+  ++unverified_refused_;
+  log("refused '" + type + "' from the scheduler: not sealed with this connection's key (" + why +
+      "); nothing done");
+  answer_error("unauthorized", "'" + type + "' refused: " + why);
+  return false;
+}
+
 protocol::RegisterNode Session::node_entry(const Node& n) const {
   const Inventory& inv = n.inventory;
   json hcas = json::array();
@@ -232,6 +279,9 @@ protocol::RegisterNode Session::node_entry(const Node& n) const {
   }
   const HealthStatus& h = n.health->status();
   entry.health = protocol::HealthState{h.ok, h.reason};
+  const uid_t self = ::geteuid();
+  const struct passwd* me = ::getpwuid(self);
+  entry.runs_as = protocol::RunsAs{self, me != nullptr ? me->pw_name : std::to_string(self), self == 0};
   return entry;
 }
 
@@ -239,9 +289,18 @@ protocol::RegisterNode Session::node_entry(const Node& n) const {
 // cluster secret one MAC covers them all.
 void Session::on_hello(const json& msg) {
   const auto hello = msg.get<protocol::Hello>();
+  if (!protocol::valid_challenge(hello.challenge)) {
+    log("hello refused: its challenge is not 64 lower-case hex digits; not registering");
+    return answer_error("bad_message", "hello: challenge must be 64 lower-case hex digits");
+  }
   reload_keys();
+  registered_ = false;
+  verifier_.reset();
+  challenge_ = hello.challenge;
+  agent_challenge_ = protocol::random_hex(protocol::kChallengeBytes);
   protocol::Register reg;
   reg.agent = options_.agent_id;
+  reg.agent_challenge = agent_challenge_;
   for (const auto& n : nodes_) {
     protocol::RegisterNode entry = node_entry(*n);
     if (!keys_.empty()) entry.mac = protocol::node_mac(key_of(n->name), hello.challenge, reg.agent, n->name);

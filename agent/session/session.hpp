@@ -90,6 +90,10 @@ class Session {
   int64_t epoch() const { return epoch_; }
   int64_t stale_refused() const { return stale_refused_; }
   bool stale_leader() const { return stale_leader_; }
+  // Mutual authentication (issue 44): messages refused because they were not sealed with this
+  // connection's session key (PROTOCOL.md "Handshake and authentication"): a `registered` that does not
+  // verify leaves the agent unregistered; an order after it is logged and never executed.
+  int64_t unverified_refused() const { return unverified_refused_; }
 
   struct Node;
   struct Alloc;
@@ -100,6 +104,13 @@ class Session {
   void send(const nlohmann::json& msg);
   void log(const std::string& text) const;
   void on_hello(const nlohmann::json& msg);
+  // Whether a frame may be acted on: `hello` and, before registration, `error` need no seal; `registered`
+  // must verify with the session key of this connection's challenges, every later message with the same
+  // key and a higher counter. A refusal is logged, counted and answered with error `unauthorized`.
+  bool authentic(std::string_view text, const nlohmann::json& msg, const std::string& type);
+  // The key the scheduler seals with: the cluster secret, or the key of the first node of
+  // `registered.nodes` this agent hosts; "" when there is none.
+  std::string sealing_key(const nlohmann::json& registered) const;
   void on_registered(const nlohmann::json& msg);
   void on_launch(const nlohmann::json& msg);
   void on_kill(const std::string& alloc, const std::string& node, const std::string& reason);
@@ -126,6 +137,10 @@ class Session {
   std::chrono::milliseconds heartbeat_{5000};
   Clock::time_point next_heartbeat_{};
   std::unique_ptr<GroupLiveness> groups_;  // refreshed at the start of every tick
+  std::string challenge_;        // the scheduler's, from this connection's hello
+  std::string agent_challenge_;  // ours, sent in register; "" until a hello came
+  std::optional<protocol::OrderVerifier> verifier_;  // set once `registered` verified
+  int64_t unverified_refused_ = 0;
   int64_t epoch_ = 0;
   int64_t stale_refused_ = 0;
   bool stale_leader_ = false;

@@ -33,6 +33,7 @@ class AgentProcess {
   AgentProcess(const FakeScheduler& s, const TempDir& dir) {
     const std::string secret = (dir.path() / "secret").string();
     testing::write_file(secret, std::string(kSecret) + "\n");
+    std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     const std::string log = (dir.path() / "agent.log").string();
     const std::vector<std::string> args = {RAILYARD_AGENT,
                                            "--scheduler",

@@ -4,6 +4,7 @@
 // come back; cancel ends every rank on both nodes; a rank exiting 1 fails the job; kill -9 of an agent
 // makes its node DOWN and the job NODE_FAIL, and the other node's ranks are killed.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -83,6 +84,7 @@ class AgentE2E : public ::testing::Test {
   void SetUp() override {
     std::ofstream(dir_.file("two.json")) << kTwoNodes;
     std::ofstream(dir_.file("secret")) << "e2e-cluster-secret-0123456789\n";
+    ::chmod(dir_.file("secret").c_str(), 0600);  // a credential file others can read is refused
     token_ = railyard::testing::create_token(RAILYARD_SCHEDULER, dir_.file("state.db"), "alice", "admin");
     start_scheduler(0);
     ASSERT_GT(sched_->port(), 0);

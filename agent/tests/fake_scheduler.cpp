@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "agent/session/protocol.hpp"
@@ -37,9 +38,11 @@ struct AgentConn : std::enable_shared_from_this<AgentConn> {
   std::deque<std::string> out;
   bool writing = false;
   bool closed = false;
+  std::optional<protocol::OrderSealer> sealer;  // from the registration on, as AgentHub::send seals
 
   void send(std::string text) {
     if (closed) return;
+    if (sealer) text = sealer->seal(std::move(text));
     out.push_back(std::move(text));
     write_next();
   }
@@ -88,6 +91,7 @@ struct FakeScheduler::Impl {
         c.send(json{{"type", "error"}, {"v", 1}, {"code", "unauthorized"}, {"message", "bad mac"}}.dump());
         return;
       }
+      c.sealer.emplace(protocol::session_key(secret, challenge, m.value("agent_challenge", ""), m.value("agent", "")));
       c.send(json{{"type", "registered"}, {"v", 1}, {"heartbeat_s", 1}, {"nodes", names}}.dump());
       for (const auto& f : m["finished"]) c.send(json{{"type", "ack"}, {"v", 1}, {"seq", f["seq"]}}.dump());
     } else if (type == "alloc_finished") {

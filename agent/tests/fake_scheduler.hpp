@@ -1,7 +1,8 @@
 // FakeScheduler: the scheduler's side of scheduler/PROTOCOL.md, just enough to drive a real railyard-agent
 // over real sockets on 127.0.0.1 (the real railyard-scheduler is tested against the agent in tests/).
 // It runs its own io thread: greets each agent connection with `hello`, answers a valid `register` with
-// `registered` (heartbeat 1 s) and every `alloc_finished` with `ack`, and serves
+// `registered` (heartbeat 1 s) and every `alloc_finished` with `ack`, sealing `registered` and everything
+// after it with the connection's session key as the real scheduler does, and serves
 // POST /api/v1/allocs/<alloc>/exec by sending `exec` to the agent and answering 200 {"pid"} on
 // `exec_started`. Every frame an agent sends is recorded; tests wait on them.
 #pragma once

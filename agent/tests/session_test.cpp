@@ -3,12 +3,14 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "agent/session/health.hpp"
 #include "agent/session/protocol.hpp"
 #include "agent/tests/test_util.hpp"
+#include "common/protocol/key_file.hpp"
 #include "jobs/spec_json.hpp"
 
 namespace railyard::agent {
@@ -46,13 +48,20 @@ json launch(const std::string& alloc, const std::string& node, json job_spec, in
           {"time_limit_s", 60}};
 }
 
-// A Session on a fake connection: `sent` holds every frame it wrote, parsed.
+constexpr const char* kChallenge = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+// A Session on a fake connection: `sent` holds every frame it wrote, parsed. It plays the scheduler as
+// PROTOCOL.md says: after the agent's register, everything it feeds is sealed with the session key of the
+// cluster secret (or of `key` when the agent was given key files), as AgentHub::send does.
 class Harness {
  public:
-  explicit Harness(const std::filesystem::path& dir, std::vector<std::string> nodes = {"n0", "n1"}) {
+  explicit Harness(const std::filesystem::path& dir, std::vector<std::string> nodes = {"n0", "n1"},
+                   std::vector<std::string> key_files = {}, std::string key = kSecret)
+      : key_(std::move(key)) {
     SessionOptions o;
     o.agent_id = "test:1";
-    o.secret = kSecret;
+    o.secret = key_files.empty() ? kSecret : "";
+    o.key_files = std::move(key_files);
     o.scheduler_url = "http://127.0.0.1:1";
     o.state_dir = dir;
     o.nodes = std::move(nodes);
@@ -68,7 +77,20 @@ class Harness {
     session->connected([this](const std::string& text) { sent.push_back(json::parse(text)); });
   }
 
-  void feed(const json& msg) { session->receive(msg.dump()); }
+  // Sealed once the agent registered on this connection; a hello starts a new session.
+  void feed(const json& msg) {
+    if (msg.value("type", "") == "hello") {
+      sealer.reset();
+      session->receive(msg.dump());
+      if (!sent.empty() && sent.back()["type"] == "register")
+        sealer.emplace(protocol::session_key(key_, msg.value("challenge", ""),
+                                             sent.back().value("agent_challenge", ""), "test:1"));
+      return;
+    }
+    session->receive(sealer ? sealer->seal(msg.dump()) : msg.dump());
+  }
+  // As an impostor would: the frame as given.
+  void feed_raw(const std::string& text) { session->receive(text); }
 
   json register_with(const std::string& challenge = std::string(64, 'a')) {
     feed({{"type", "hello"}, {"v", 1}, {"challenge", challenge}, {"server", "test"}});
@@ -99,8 +121,10 @@ class Harness {
 
   std::unique_ptr<Session> session;
   std::vector<json> sent;
+  std::optional<protocol::OrderSealer> sealer;
 
  private:
+  std::string key_;
   size_t seen_ = 0;
 };
 
@@ -174,10 +198,13 @@ TEST(AgentProtocol, FinishedStoreTakesOverReportFilesOfAnOlderAgent) {
 TEST(AgentSession, RegistersWithInventoryAndMacThenHeartbeats) {
   TempDir dir;
   Harness h(dir.path());
-  json reg = h.register_with("00ff");
+  json reg = h.register_with(kChallenge);
   EXPECT_EQ(reg["type"], "register");
   EXPECT_EQ(reg["agent"], "test:1");
-  EXPECT_EQ(reg["mac"], register_mac(kSecret, "00ff", "test:1", {"n0", "n1"}));
+  EXPECT_EQ(reg["mac"], register_mac(kSecret, kChallenge, "test:1", {"n0", "n1"}));
+  EXPECT_TRUE(protocol::valid_challenge(reg.value("agent_challenge", "")));
+  EXPECT_EQ(reg["nodes"][0]["runs_as"]["uid"], ::geteuid());
+  EXPECT_EQ(reg["nodes"][0]["runs_as"]["switch_users"], ::geteuid() == 0);
   ASSERT_EQ(reg["nodes"].size(), 2u);
   EXPECT_EQ(reg["nodes"][1]["name"], "n1");
   EXPECT_EQ(reg["nodes"][0]["inventory"]["gpus"], 8);
@@ -204,6 +231,93 @@ TEST(AgentSession, RefusesOrdersBeforeRegistrationAndBadFrames) {
   h.feed({{"type", "kill"}, {"v", 1}});  // no alloc
   EXPECT_EQ(h.sent.back()["code"], "bad_message");
   EXPECT_EQ(h.session->allocations(), 0u);
+}
+
+// Mutual authentication (issue 44): after registration an order must be sealed with this connection's
+// session key and a counter above every one seen; anything else is refused, logged and never executed.
+TEST(AgentSession, OrdersNotSealedWithTheSessionKeyAreRefused) {
+  TempDir dir;
+  Harness h(dir.path());
+  h.register_with();
+  ASSERT_TRUE(h.session->registered());
+  const std::string marker = (dir.path() / "ran").string();
+  const json order = launch("3.1", "n0", spec({"sh", "-c", "touch " + marker}));
+
+  h.feed_raw(order.dump());  // no MAC at all, as an impostor sends it
+  EXPECT_EQ(h.sent.back()["code"], "unauthorized");
+  EXPECT_NE(h.sent.back()["message"].get<std::string>().find("no MAC"), std::string::npos);
+  protocol::OrderSealer wrong(protocol::session_key("not-the-secret", std::string(64, 'a'), "x", "test:1"));
+  h.feed_raw(wrong.seal(order.dump()));
+  EXPECT_NE(h.sent.back()["message"].get<std::string>().find("bad MAC"), std::string::npos);
+  h.feed_raw(wrong.seal(json{{"type", "exec"}, {"v", 1}, {"req", "r"}, {"alloc", "3.1"}, {"node", "n0"},
+                             {"argv", {"touch", marker}}}.dump()));
+  EXPECT_EQ(h.sent.back()["code"], "unauthorized");
+  EXPECT_EQ(h.session->unverified_refused(), 3);
+  EXPECT_EQ(h.session->allocations(), 0u);
+  EXPECT_TRUE(h.of_type("launched").empty());
+
+  // A sealed order runs once: the same frame again (a replay) and an older one (reordered) are refused.
+  const std::string first = h.sealer->seal(launch("4.1", "n0", spec({"sleep", "30"})).dump());
+  const std::string second = h.sealer->seal(launch("5.1", "n1", spec({"sleep", "30"}), 0,
+                                                   json::array({{{"name", "n1"}, {"gpus", {0, 1}}}}))
+                                                .dump());
+  h.feed_raw(second);
+  ASSERT_FALSE(h.wait_for("launched", "5.1").is_null());
+  h.feed_raw(first);
+  EXPECT_NE(h.sent.back()["message"].get<std::string>().find("replayed or out of order"), std::string::npos);
+  h.feed_raw(second);
+  EXPECT_EQ(h.sent.back()["code"], "unauthorized");
+  EXPECT_EQ(h.session->allocations(), 1u);
+  EXPECT_EQ(h.session->unverified_refused(), 5);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  h.session->cancel_all("test over");
+  for (int i = 0; i < 300 && h.session->allocations() > 0; ++i) {
+    h.session->tick(Session::Clock::now());
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+// A `registered` that this connection's key did not seal leaves the agent unregistered (so every order is
+// refused), and so does one before any hello; a hello whose challenge is not 64 hex digits gets no register.
+TEST(AgentSession, UnverifiedRegisteredLeavesTheAgentUnregistered) {
+  TempDir dir;
+  Harness h(dir.path());
+  const json registered = {{"type", "registered"}, {"v", 1}, {"heartbeat_s", 1}, {"nodes", {"n0", "n1"}}};
+  h.feed_raw(registered.dump());
+  EXPECT_FALSE(h.session->registered());
+  h.feed({{"type", "hello"}, {"v", 1}, {"challenge", "session\nx"}, {"server", "impostor"}});
+  EXPECT_EQ(h.sent.back()["code"], "bad_message");
+  EXPECT_FALSE(h.sealer);
+  h.feed({{"type", "hello"}, {"v", 1}, {"challenge", kChallenge}, {"server", "impostor"}});
+  ASSERT_EQ(h.sent.back()["type"], "register");
+  h.feed_raw(registered.dump());
+  EXPECT_FALSE(h.session->registered());
+  protocol::OrderSealer guess(protocol::session_key(kSecret, kChallenge, "", "test:1"));  // without our challenge
+  h.feed_raw(guess.seal(registered.dump()));
+  EXPECT_FALSE(h.session->registered());
+  h.feed_raw(guess.seal(launch("1.1", "n0", spec({"true"})).dump()));
+  EXPECT_EQ(h.sent.back()["code"], "not_registered");
+  EXPECT_EQ(h.session->allocations(), 0u);
+  h.feed(registered);  // sealed with the session key
+  EXPECT_TRUE(h.session->registered());
+}
+
+// With node keys the session key comes from the key of the first node of `registered.nodes` the agent hosts.
+TEST(AgentSession, NodeKeysSealWithTheFirstAcceptedNodesKey) {
+  TempDir dir;
+  const std::string k0(64, '0'), k1(64, '1');
+  const auto keys = dir.path() / "node.keys";
+  testing::write_file(keys, protocol::key_file_line("n0", k0) + protocol::key_file_line("n1", k1));
+  std::filesystem::permissions(keys, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  Harness h(dir.path() / "agent", {"n0", "n1"}, {keys.string()}, k1);
+  h.feed({{"type", "hello"}, {"v", 1}, {"challenge", kChallenge}});
+  const json reg = h.sent.back();
+  EXPECT_EQ(reg["nodes"][1]["mac"], protocol::node_mac(k1, kChallenge, "test:1", "n1"));
+  const json with_n0_first = {{"type", "registered"}, {"v", 1}, {"nodes", {"n0", "n1"}}};
+  h.feed(with_n0_first);  // sealed with n1's key, but n0 comes first
+  EXPECT_FALSE(h.session->registered());
+  h.feed({{"type", "registered"}, {"v", 1}, {"nodes", {"n9", "n1"}}, {"rejected", {{{"name", "n0"}, {"reason", "x"}}}}});
+  EXPECT_TRUE(h.session->registered());
 }
 
 TEST(AgentSession, EnvJobRunsReportsMetricsAndFinishesReliably) {
@@ -386,7 +500,7 @@ TEST(AgentSession, RestartedAgentReportsRunningWorkersAndFencingKillsThem) {
   }  // the agent goes; its workers stay
   Harness h(dir.path());
   EXPECT_EQ(h.session->allocations(), 1u);
-  h.feed({{"type", "hello"}, {"v", 1}, {"challenge", "c"}});
+  h.feed({{"type", "hello"}, {"v", 1}, {"challenge", kChallenge}});
   json running = h.sent.back()["nodes"][0]["running"];
   ASSERT_EQ(running.size(), 1u);
   EXPECT_EQ(running[0]["alloc"], "10.1");

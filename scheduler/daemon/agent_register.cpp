@@ -40,10 +40,12 @@ void AgentHub::on_register(Conn& c, const json& m) {
   }
   c.agent = reg.agent;
   if (reg.nodes.size() > protocol::kMaxNodesPerConnection) return refuse(c, "more than 4096 nodes on one connection");
-  if (auto s = authenticate(c, reg); !s) return refuse(c, s.error().message);
+  auto keys = authenticate(c, reg);
+  if (!keys) return refuse(c, keys.error().message);
   c.registered = true;
   Linking out;
   for (const auto& n : reg.nodes) link_node(c, n, out);
+  start_sealing(c, reg, *keys, out.accepted);
   // Ended allocations (their GPUs held) that a node does not report: not running there any more.
   for (auto& [alloc, t] : tracks_)
     if (t.ended)
@@ -61,28 +63,48 @@ void AgentHub::on_register(Conn& c, const json& m) {
 // The cluster secret (register.mac) speaks for every node; without it each node must carry a MAC made with
 // its own key (register.nodes[].mac). Any failure refuses the whole connection: a key used for another
 // node's name is a compromised or misconfigured agent, never a partial success.
-Status AgentHub::authenticate(const Conn& c, const protocol::Register& reg) {
+Result<std::map<std::string, std::string>> AgentHub::authenticate(const Conn& c, const protocol::Register& reg) {
+  std::map<std::string, std::string> keys;
   if (reg.mac) {
     if (options_.secret.empty())
       return invalid("agent " + c.agent + " sent a cluster-secret MAC, but this scheduler takes node keys only");
     if (!protocol::same_mac(*reg.mac, register_mac(options_.secret, c.challenge, c.agent, reg.names())))
       return invalid("bad MAC from agent " + c.agent);
-    return ok();
+    return keys;
   }
   if (!options_.node_keys) return invalid("register without a MAC from agent " + c.agent);
   for (const auto& n : reg.nodes) {
     if (!n.mac) return invalid("node " + n.name + " from agent " + c.agent + ": no MAC (per-node keys)");
-    if (auto s = check_node_key(c, n.name, *n.mac); !s) return s;
+    auto key = check_node_key(c, n.name, *n.mac);
+    if (!key) return key.error();
+    keys[n.name] = std::move(*key);
   }
-  return ok();
+  return keys;
+}
+
+// The agent picks the same key: the secret, or the key of the first name of `registered.nodes` it hosts.
+// Every accepted node's MAC was verified (a cluster node without a key refuses the whole register), so
+// that key is one the agent proved it holds. With no accepted node and no secret nothing is sealed, and
+// the agent, unable to verify `registered`, stays unregistered.
+void AgentHub::start_sealing(Conn& c, const protocol::Register& reg, const std::map<std::string, std::string>& keys,
+                             const std::vector<std::string>& accepted) {
+  std::string key;
+  if (reg.mac) {
+    key = options_.secret;
+  } else if (!accepted.empty()) {
+    auto it = keys.find(accepted.front());
+    if (it != keys.end()) key = it->second;
+  }
+  if (key.empty()) return;
+  c.sealer.emplace(protocol::session_key(key, c.challenge, reg.agent_challenge.value_or(""), c.agent));
 }
 
 // A node name outside the cluster proves nothing and needs no key: linking rejects it.
-Status AgentHub::check_node_key(const Conn& c, const std::string& node, const std::string& mac) {
+Result<std::string> AgentHub::check_node_key(const Conn& c, const std::string& node, const std::string& mac) {
   auto rec = service_.store().find_node_key(node);
   if (!rec) return internal_error("node keys unreadable: " + rec.error().message);
   if (!*rec) {
-    if (service_.table().cluster().find_node(node) < 0) return ok();
+    if (service_.table().cluster().find_node(node) < 0) return std::string();
     return invalid("node " + node + " has no key: issue one with `railyard node add " + node + "`");
   }
   store::NodeKeyRecord& k = **rec;
@@ -93,12 +115,12 @@ Status AgentHub::check_node_key(const Conn& c, const std::string& node, const st
       if (auto s = service_.store().put_node_key(k); !s) spdlog::error("node {}: {}", node, s.error().message);
       spdlog::info("node {} registered with its new key; the previous key no longer works", node);
     }
-    return ok();
+    return k.key;
   }
   const bool in_grace = !k.previous_key.empty() && k.previous_until && service_.now() < *k.previous_until;
   if (in_grace && protocol::same_mac(mac, node_mac(k.previous_key, c.challenge, c.agent, node))) {
     spdlog::info("node {} registered with its previous key (rotated; accepted until {})", node, *k.previous_until);
-    return ok();
+    return k.previous_key;
   }
   return invalid("bad MAC for node " + node + " from agent " + c.agent + ": not made with " + node + "'s key" +
                  (k.previous_key.empty() || in_grace ? "" : " (its previous key's grace has ended)"));

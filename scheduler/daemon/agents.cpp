@@ -28,6 +28,8 @@ void AgentHub::send(Peer* p, const json& msg) {
   std::string text = msg.dump(-1, ' ', false, json::error_handler_t::replace);
   if (options_.epoch > 0 && text.size() > 2 && text.front() == '{')  // {"epoch":N,...}
     text.insert(1, "\"epoch\":" + std::to_string(options_.epoch) + ",");
+  // The one place messages leave: after registration each is sealed (counter + MAC over these bytes).
+  if (auto c = conns_.find(p); c != conns_.end() && c->second.sealer) text = c->second.sealer->seal(std::move(text));
   p->send(std::move(text));
 }
 

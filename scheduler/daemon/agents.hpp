@@ -122,6 +122,9 @@ class AgentHub {
     std::string challenge;
     std::string agent;
     bool registered = false;
+    // Seals `registered` and every later message to this agent (PROTOCOL.md "Handshake and
+    // authentication"); unset before registration and when no key of this connection was verified.
+    std::optional<protocol::OrderSealer> sealer;
     int bad_in_row = 0;
     std::vector<std::string> nodes;
   };
@@ -165,8 +168,15 @@ class AgentHub {
   // Registration (agent_register.cpp): decode -> authenticate -> link nodes -> reconcile.
   struct Linking;
   void on_register(Conn& c, const nlohmann::json& m);
-  Status authenticate(const Conn& c, const protocol::Register& reg);
-  Status check_node_key(const Conn& c, const std::string& node, const std::string& mac);
+  // The key each node's MAC was verified with (empty with the cluster secret, which speaks for all).
+  Result<std::map<std::string, std::string>> authenticate(const Conn& c, const protocol::Register& reg);
+  // The key (current, or previous within its grace) that `mac` was made with; "" for a node outside the
+  // cluster (it proves nothing and is rejected when linked).
+  Result<std::string> check_node_key(const Conn& c, const std::string& node, const std::string& mac);
+  // Starts sealing c's messages with the session key of the key that authenticated it: the cluster secret,
+  // or the key of the first accepted node.
+  void start_sealing(Conn& c, const protocol::Register& reg, const std::map<std::string, std::string>& keys,
+                     const std::vector<std::string>& accepted);
   // Whether `token` is the exec token of `alloc`: with the cluster secret, or with the key (or the previous
   // key, within its grace) of the allocation's first node, whose agent starts mpirun.
   bool exec_token_ok(const std::string& alloc, const std::string& token, const std::string& first_node);
