@@ -42,6 +42,7 @@ struct Flags {
   std::string state_dir = "/var/lib/railyard-agent";
   bool allow_root_jobs = false;
   bool no_cgroups = false;
+  std::string isolation = "required";
   std::string cgroup_parent;
   std::string job_umask = "077";
   double grace_s = 10;
@@ -191,6 +192,7 @@ int run(const Flags& f) {
   o.emulate = f.emulate;
   o.allow_root_jobs = f.allow_root_jobs;
   o.cgroups = !f.no_cgroups;
+  o.isolation = f.isolation == "best-effort" ? agent::IsolationMode::kBestEffort : agent::IsolationMode::kRequired;
   o.cgroup_parent = f.cgroup_parent;
   o.job_umask = static_cast<mode_t>(std::stoul(f.job_umask, nullptr, 8) & 0777);
   o.exec_helper = f.exec_helper;
@@ -266,6 +268,11 @@ int main(int argc, char** argv) {
   app.add_flag("--allow-root-jobs", f.allow_root_jobs, "as root, run jobs without a known user as root");
   app.add_flag("--no-cgroups", f.no_cgroups,
                "run jobs without per-allocation cgroups (no memory/CPU limits)");
+  app.add_option("--isolation", f.isolation,
+                 "required: a job whose cgroup (limits, GPU device rules) cannot be made is refused, and the "
+                 "agent does not start without cgroups; best-effort: such jobs run without them")
+      ->check(CLI::IsMember({"required", "best-effort"}))
+      ->capture_default_str();
   app.add_option("--cgroup-parent", f.cgroup_parent,
                  "cgroup (in each hierarchy) under which allocation groups go; default: the agent's own");
   app.add_option("--job-umask", f.job_umask, "octal umask of job processes")

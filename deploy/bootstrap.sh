@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config libboost1.81-dev libsqlite3-dev sqlite3
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
       libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libssl-dev openssl ca-certificates zlib1g-dev chromium
-      lld etcd-server etcd-client curl jq)
+      lld etcd-server etcd-client curl jq libbpf-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

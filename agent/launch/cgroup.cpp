@@ -133,7 +133,7 @@ Result<std::unique_ptr<CgroupDriver>> try_v2(const CgroupSetup& s, const fs::pat
     return unavailable(on.error().message +
                        " (a group holding processes cannot delegate controllers: run the agent in a leaf "
                        "group, e.g. systemd DelegateSubgroup=agent, and pass --cgroup-parent)");
-  return make_cgroup_v2(parent);
+  return make_cgroup_v2(parent, s.dev);
 }
 
 Result<std::unique_ptr<CgroupDriver>> try_v1(

@@ -4,7 +4,7 @@
 // worker joins (workers join between fork and exec, so no job code runs outside its group).
 //
 //   detect_cgroup_driver(setup) --> CgroupV2Driver  (unified hierarchy: memory.max, memory.swap.max,
-//                               |                    cpu.max / cpu.weight, pids.max)
+//                               |                    cpu.max / cpu.weight, pids.max, BPF device filter)
 //                               --> CgroupV1Driver  (memory, cpu, pids, devices hierarchies:
 //                                                    memory.limit_in_bytes + memsw, cpu.cfs_quota_us /
 //                                                    cpu.shares, pids.max, devices.deny per foreign GPU)
@@ -15,7 +15,8 @@
 // The parent is the agent's own group (from /proc/self/cgroup) unless configured, so an agent inside a
 // container or a systemd unit with Delegate=yes stays inside what it was given. Optional by design: where
 // no hierarchy is usable (not root, read-only mount, no memory controller) detection says why, the
-// launcher logs it, and jobs run without limits.
+// launcher refuses jobs (isolation required, the default) or logs it and runs them without limits
+// (--isolation best-effort).
 #pragma once
 
 #include <filesystem>
@@ -29,6 +30,12 @@
 #include "common/result.hpp"
 
 namespace railyard::agent {
+
+// What a job gets when the cgroup its allocation is owed (limits, GPU device rules) cannot be made.
+enum class IsolationMode {
+  kRequired,    // the launch fails, saying why: isolation fails closed (the default)
+  kBestEffort,  // the job starts without it, with a note (labs that accept that)
+};
 
 // Device access of one job's group: where `restrict` is set, the GPUs of the node other than `own`
 // (/dev/nvidiaN, N = the local GPU index, which is NVML's minor number on the nodes we target) are denied.
@@ -62,7 +69,7 @@ Result<std::unique_ptr<CgroupDriver>> detect_cgroup_driver(const CgroupSetup& se
 // Drivers over given directories (tests point them at plain directories, where writes just create files).
 // v2: `parent` is the directory under which railyard/<name> is made. v1: one parent per controller
 // ("memory", "cpu", "pids", "devices"); memory is required.
-std::unique_ptr<CgroupDriver> make_cgroup_v2(std::filesystem::path parent);
+std::unique_ptr<CgroupDriver> make_cgroup_v2(std::filesystem::path parent, std::filesystem::path dev = "/dev");
 std::unique_ptr<CgroupDriver> make_cgroup_v1(
     std::vector<std::pair<std::string, std::filesystem::path>> parents, std::filesystem::path dev = "/dev");
 

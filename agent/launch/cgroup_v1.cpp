@@ -1,15 +1,12 @@
 // cgroup v1: one directory per allocation in each controller's hierarchy (memory, and cpu, pids, devices
 // where mounted). Memory is the one that must work; the others are best effort only in that a hierarchy
 // that is absent is skipped — a limit that cannot be written where the hierarchy exists is an error.
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 #include "agent/launch/cgroup.hpp"
 #include "agent/launch/cgroup_internal.hpp"
+#include "agent/launch/device_filter.hpp"
 
 namespace railyard::agent {
 
@@ -32,6 +29,9 @@ class CgroupV1Driver final : public CgroupDriver {
 
   Result<std::vector<std::string>> create(const std::string& name, const ResourceLimits& limits,
                                           const GpuAccess& gpus) const override {
+    const bool has_devices = std::any_of(parents_.begin(), parents_.end(), [](const auto& p) { return p.first == "devices"; });
+    if (gpus.restrict && !has_devices)
+      return internal_error("cannot keep the job to its GPUs: no cgroup v1 devices hierarchy is mounted");
     std::vector<fs::path> bases;
     for (const auto& [controller, parent] : parents_) bases.push_back(parent / "railyard");
     auto made = make_fresh_dirs(bases, name);
@@ -82,20 +82,9 @@ class CgroupV1Driver final : public CgroupDriver {
 }  // namespace
 
 std::vector<std::string> gpu_deny_rules(const fs::path& dev, const std::vector<int>& own) {
-  static const std::regex kGpu("nvidia([0-9]+)");
   std::vector<std::string> rules;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dev, ec)) {
-    std::smatch m;
-    const std::string name = e.path().filename().string();
-    if (!std::regex_match(name, m, kGpu)) continue;
-    if (std::find(own.begin(), own.end(), std::stoi(m[1])) != own.end()) continue;
-    struct stat st {};
-    if (stat(e.path().c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
-    rules.push_back("c " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev)) +
-                    " rwm");
-  }
-  std::sort(rules.begin(), rules.end());
+  for (const auto& d : foreign_gpu_devices(dev, own))
+    rules.push_back("c " + std::to_string(d.major) + ":" + std::to_string(d.minor) + " rwm");
   return rules;
 }
 

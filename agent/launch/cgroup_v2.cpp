@@ -2,12 +2,13 @@
 // cgroup.subtree_control of every level above it, and the kernel refuses that (EBUSY) in a non-root group
 // that holds processes: an agent started in its own leaf group must be given a parent it does not live in
 // (--cgroup-parent, or systemd's Delegate=yes with the agent in a sub-group).
-// Device rules need a BPF program on v2 and are not written: CUDA_VISIBLE_DEVICES alone hides foreign GPUs.
+// Device rules: a BPF device program on the group (device_filter.hpp) refuses the node's other GPUs.
 #include <algorithm>
 #include <cmath>
 
 #include "agent/launch/cgroup.hpp"
 #include "agent/launch/cgroup_internal.hpp"
+#include "agent/launch/device_filter.hpp"
 
 namespace railyard::agent {
 
@@ -18,14 +19,15 @@ namespace {
 
 class CgroupV2Driver final : public CgroupDriver {
  public:
-  explicit CgroupV2Driver(fs::path parent) : parent_(std::move(parent)) {}
+  CgroupV2Driver(fs::path parent, fs::path dev) : parent_(std::move(parent)), dev_(std::move(dev)) {}
 
   std::string describe() const override {
-    return "cgroup v2 at " + (parent_ / "railyard").string() + " (memory.max, cpu.max/cpu.weight, pids.max)";
+    return "cgroup v2 at " + (parent_ / "railyard").string() +
+           " (memory.max, cpu.max/cpu.weight, pids.max, a BPF device filter for GPUs)";
   }
 
   Result<std::vector<std::string>> create(const std::string& name, const ResourceLimits& limits,
-                                          const GpuAccess&) const override {
+                                          const GpuAccess& gpus) const override {
     const fs::path base = parent_ / "railyard";
     if (auto s = make_dir(base); !s) return s.error();
     for (const fs::path& level : {parent_, base}) {
@@ -41,6 +43,11 @@ class CgroupV2Driver final : public CgroupDriver {
       return internal_error(s.error().message + " (are the controllers enabled in " + parent_.string() +
                             "/cgroup.subtree_control? a group that holds processes cannot enable them)");
     }
+    if (gpus.restrict)
+      if (auto s = attach_device_deny(group, foreign_gpu_devices(dev_, gpus.own)); !s) {
+        remove_cgroup({group.string()});
+        return s.error();
+      }
     return std::vector<std::string>{group.string()};
   }
 
@@ -63,12 +70,13 @@ class CgroupV2Driver final : public CgroupDriver {
   }
 
   fs::path parent_;
+  fs::path dev_;
 };
 
 }  // namespace
 
-std::unique_ptr<CgroupDriver> make_cgroup_v2(fs::path parent) {
-  return std::make_unique<CgroupV2Driver>(std::move(parent));
+std::unique_ptr<CgroupDriver> make_cgroup_v2(fs::path parent, fs::path dev) {
+  return std::make_unique<CgroupV2Driver>(std::move(parent), std::move(dev));
 }
 
 }  // namespace railyard::agent

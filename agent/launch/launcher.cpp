@@ -111,20 +111,21 @@ Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const 
       req.node_rank, req.spec.command, to_env_list(allocation_env(req, inventory_, base)), req.spec.workdir}};
 }
 
-std::vector<std::string> Launcher::cgroup_for(const LaunchRequest& req,
-                                              std::vector<std::string>& notes) const {
-  if (!cgroups_) {
-    note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + cgroup_unusable_);
-    return {};
-  }
+Result<std::vector<std::string>> Launcher::cgroup_for(const LaunchRequest& req,
+                                                      std::vector<std::string>& notes) const {
+  auto without = [&](const std::string& why) -> Result<std::vector<std::string>> {
+    if (options_.cgroups && options_.isolation == IsolationMode::kRequired)
+      return Error{ErrorCode::kUnavailable, "cannot isolate " + req.alloc_id + " on " + req.local().name + ": " +
+                                                why + " (the agent's --isolation best-effort starts jobs without it)"};
+    note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + why);
+    return std::vector<std::string>{};
+  };
+  if (!cgroups_) return without(cgroup_unusable_);
   // Device rules only where the GPUs are real: an emulated node's indices name no /dev/nvidiaN.
   const bool real_gpus = inventory_.source == "nvml" || inventory_.source == "nvidia-smi";
   const std::string name = std::to_string(req.job_id) + "-" + req.alloc_id + "-" + req.local().name;
   auto group = cgroups_->create(name, limits_for(req, inventory_), GpuAccess{real_gpus, req.local().gpus});
-  if (!group) {
-    note(notes, "cgroup limits skipped for " + req.alloc_id + ": " + group.error().message);
-    return {};
-  }
+  if (!group) return without(group.error().message);
   return std::move(*group);
 }
 
@@ -172,7 +173,9 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
   rec.deadline_unix_ms = limit.count() > 0 ? rec.started_unix_ms + limit.count() : 0;
   rec.user = effective_user(*creds);
   rec.gpus = req.local().gpus;
-  rec.cgroups = cgroup_for(req, out.notes);
+  auto groups = cgroup_for(req, out.notes);
+  if (!groups) return groups.error();
+  rec.cgroups = std::move(*groups);
   std::vector<int> procs_fds;
   auto close_fds = [&procs_fds] {
     for (int fd : procs_fds) close(fd);

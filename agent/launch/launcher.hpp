@@ -32,7 +32,8 @@ struct LauncherOptions {
   bool allow_root_jobs = false;  // as root: run jobs without (or with an unknown) user as root
   std::string exec_helper;       // railyard-agent-exec; "" = next to this executable
   std::string mpirun = "mpirun";
-  bool cgroups = true;  // false: no allocation groups at all (--no-cgroups)
+  bool cgroups = true;  // false: no allocation groups at all (--no-cgroups; jobs start, with a note)
+  IsolationMode isolation = IsolationMode::kRequired;
   CgroupSetup cgroup;   // where allocation groups go; detected once, when the Launcher is made
   // Mode creation mask of the job's processes: its files are for its user alone unless configured.
   std::optional<mode_t> job_umask = 077;
@@ -54,9 +55,10 @@ class Launcher {
   Result<Launched> launch(const LaunchRequest& request);
 
   std::filesystem::path alloc_dir(long long job_id, const std::string& alloc_id) const;
-  // The allocation's cgroup directories (empty, with a note, where none can be made). launch() calls it;
-  // so does the session for a later node of an mpi job, whose processes arrive through exec orders.
-  std::vector<std::string> cgroup_for(const LaunchRequest& request, std::vector<std::string>& notes) const;
+  // The allocation's cgroup directories. Where none can be made: an error with isolation required, else
+  // none and a note (also with --no-cgroups). launch() calls it; so does the session for a later node of an
+  // mpi job, whose processes arrive through exec orders.
+  Result<std::vector<std::string>> cgroup_for(const LaunchRequest& request, std::vector<std::string>& notes) const;
   // The allocation directory (alloc_dir()), made when missing: 0700 and the job user's when there is one.
   // Every file the agent makes or reads in it goes through the returned AllocDir.
   Result<AllocDir> make_alloc_dir(long long job_id, const std::string& alloc_id,
@@ -64,6 +66,8 @@ class Launcher {
   // An existing allocation directory (its logs, after the job ended or the agent restarted).
   Result<AllocDir> open_alloc_dir(long long job_id, const std::string& alloc_id) const;
   const LauncherOptions& options() const { return options_; }
+  // Whether allocation groups can be made here (a cgroup mechanism was found and not disabled).
+  bool isolates() const { return cgroups_ != nullptr; }
   // "cgroups: cgroup v1 (memory at ...)" or "cgroups: none (why)": for the agent's start-up log.
   std::string cgroup_summary() const;
 

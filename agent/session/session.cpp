@@ -65,6 +65,7 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     lo.allocs = n->allocs_store;
     lo.allow_root_jobs = o.allow_root_jobs;
     lo.cgroups = o.cgroups;
+    lo.isolation = o.isolation;
     lo.cgroup.parent = o.cgroup_parent;
     lo.job_umask = o.job_umask;
     lo.exec_helper = o.exec_helper;
@@ -72,6 +73,11 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     lo.log = [sp = s.get()](const std::string& text) { sp->log(text); };
     n->launcher = std::make_unique<Launcher>(lo, n->inventory);
     if (s->nodes_.empty()) s->log(n->launcher->cgroup_summary());  // the same for every node it hosts
+    // Fail closed at start rather than take jobs only to refuse each one.
+    if (o.cgroups && o.isolation == IsolationMode::kRequired && !n->launcher->isolates())
+      return Error{ErrorCode::kUnavailable, "job isolation is required but " + n->launcher->cgroup_summary() +
+                                                 "; start the agent with --isolation best-effort to run jobs "
+                                                 "without limits, or --no-cgroups"};
     n->supervisor =
         std::make_unique<Supervisor>(SupervisorOptions{n->allocs_store, o.grace, std::chrono::milliseconds(20)});
     n->health = std::make_unique<HealthChecker>(o.health, n->inventory, n->dir);

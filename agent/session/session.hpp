@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/launch/cgroup.hpp"
 #include "agent/session/health.hpp"
 #include "agent/session/protocol.hpp"
 #include "common/result.hpp"
@@ -50,6 +51,9 @@ struct SessionOptions {
   std::string emulate;  // built-in profile; "" = probe the hardware (fallback: none)
   bool allow_root_jobs = false;
   bool cgroups = true;        // per-allocation cgroups with limits (agent/launch/cgroup.hpp)
+  // Required (the default): Session::create fails where no cgroup can be made, and a job whose group cannot
+  // be made is refused. Best effort: such jobs run without limits, with a note.
+  IsolationMode isolation = IsolationMode::kRequired;
   std::string cgroup_parent;  // inside each hierarchy; "" = the agent's own group
   std::optional<mode_t> job_umask = 077;
   std::string exec_helper;  // "" = railyard-agent-exec next to this executable

@@ -88,8 +88,9 @@ void Session::on_launch(const json& msg) {
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
     // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
     std::vector<std::string> notes;  // logged by the launcher
-    AllocRecord rec{req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, n->launcher->cgroup_for(*req, notes),
-                    {},          a.user,       a.gpus};
+    auto groups = n->launcher->cgroup_for(*req, notes);
+    if (!groups) return fail(groups.error().message);
+    AllocRecord rec{req->job_id, req->alloc_id, n->name, unix_ms_now(), 0, std::move(*groups), {}, a.user, a.gpus};
     if (auto s = n->allocs_store->put(rec); !s) log(s.error().message);
     n->supervisor->hold(std::move(rec));
     n->allocs.emplace(req->alloc_id, std::move(a));

@@ -3,8 +3,10 @@
 // force while the job runs and the group is gone afterwards; the allocation directory is the job user's
 // alone; a job running as its user cannot signal the agent. Tests that need a writable cgroup hierarchy
 // skip, naming why, where there is none (not root, read-only /sys/fs/cgroup).
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -145,6 +147,45 @@ TEST_F(Isolation, JobOpensItsOwnGpuDeviceAndIsRefusedAnother) {
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(read_file(log("dev", 0)), "own\nforeign-refused\n");
   EXPECT_EQ(gpu_deny_rules(dev, {2}), std::vector<std::string>{"c 1:7 rwm"});
+}
+
+// The same on cgroup v2, where device access is a BPF program on the group (device_filter.hpp): a process in
+// the group opens its own stand-in GPU and is refused the other (EPERM from the program), while the same
+// open outside the group succeeds. Uses the unified hierarchy (/sys/fs/cgroup on a v2 host, its unified/
+// on a hybrid one); skips where there is none writable or the kernel refuses the program.
+TEST_F(Isolation, CgroupV2DeviceFilterRefusesForeignGpus) {
+  fs::path unified;
+  for (const fs::path p : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"})
+    if (fs::exists(p / "cgroup.subtree_control") && access(p.c_str(), W_OK) == 0) unified = p;
+  if (unified.empty()) GTEST_SKIP() << "no writable cgroup v2 hierarchy";
+  const fs::path dev = dir_.path() / "dev";
+  fs::create_directories(dev);
+  if (mknod((dev / "nvidia2").c_str(), S_IFCHR | 0666, makedev(1, 9)) != 0 ||
+      mknod((dev / "nvidia3").c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0)
+    GTEST_SKIP() << "cannot mknod in " << dev << ": " << std::strerror(errno);
+  const fs::path parent = unified / ("railyard-test-" + std::to_string(getpid()));
+  auto group = make_cgroup_v2(parent, dev)->create("gpus", ResourceLimits{}, GpuAccess{true, {2}});
+  if (!group && group.error().message.find("device filter") != std::string::npos)
+    GTEST_SKIP() << group.error().message;
+  ASSERT_TRUE(group) << group.error().message;
+  // Exit code: 0 both as expected, 1 own refused, 2 foreign opened, 3 foreign refused other than EPERM.
+  const pid_t child = fork();
+  if (child == 0) {
+    std::ofstream(fs::path(group->front()) / "cgroup.procs") << "0";
+    const int own = open((dev / "nvidia2").c_str(), O_RDONLY);
+    const int foreign = open((dev / "nvidia3").c_str(), O_WRONLY);
+    _exit(own < 0 ? 1 : foreign >= 0 ? 2 : errno != EPERM ? 3 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: own refused, 2: foreign opened, 3: foreign refused, not EPERM";
+  const int outside = open((dev / "nvidia3").c_str(), O_WRONLY);  // the filter binds the group only
+  EXPECT_GE(outside, 0) << std::strerror(errno);
+  if (outside >= 0) close(outside);
+  EXPECT_TRUE(remove_cgroup(*group));
+  rmdir((parent / "railyard").c_str());
+  rmdir(parent.c_str());
 }
 
 // Runs as nobody; skips where the test is not root or there is no such user.

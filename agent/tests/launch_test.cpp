@@ -355,9 +355,23 @@ TEST_F(Launch, RootRefusesUnknownUserAndDropsToAKnownOne) {
   EXPECT_EQ(read_file(log("user", 0)), std::to_string(nobody->pw_uid) + "\n");
 }
 
+// Isolation fails closed: where the allocation's group cannot be made the job does not start, and the
+// error says why and how to accept running without it.
+TEST_F(Launch, WithoutCgroupsAJobIsRefusedUnlessIsolationIsBestEffort) {
+  auto options = launcher_options();
+  options.cgroup.root = dir_.path() / "no-cgroup";
+  Launcher l(options, *emulated_inventory("dgx-h100", "node0"));
+  auto started = l.launch(request("refused", 1, "touch ran"));
+  ASSERT_FALSE(started);
+  EXPECT_NE(started.error().message.find("cannot isolate"), std::string::npos) << started.error().message;
+  EXPECT_NE(started.error().message.find("--isolation best-effort"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(l.alloc_dir(5, "refused") / "ran"));
+}
+
 TEST_F(Launch, CgroupLimitsSkippedWithANoteWhenUnavailable) {
   auto options = launcher_options();
   std::vector<std::string> notes;
+  options.isolation = IsolationMode::kBestEffort;
   options.cgroup.root = dir_.path() / "no-cgroup";
   options.log = [&notes](const std::string& n) { notes.push_back(n); };
   Launcher l(options, *emulated_inventory("dgx-h100", "node0"));
