@@ -300,6 +300,9 @@ int start_agents(const UpOptions& o, const std::string& agent, const std::string
     else argv.insert(argv.end(), {"--node", first});
     argv.insert(argv.end(), {"--emulate", o.profile, "--state-dir", dir + "/agents/" + first, "--allow-root-jobs",
                                   "--kill-workers-on-exit"});
+    // An unprivileged agent can make no cgroups: its jobs (the owner's own, see resolve_job_user) run
+    // without limits, as they would started by hand.
+    if (geteuid() != 0) argv.insert(argv.end(), {"--isolation", "best-effort"});
     local::start_process(pids, "agent", argv, dir + "/agents/" + first + ".log");
     ++agents;
   }
