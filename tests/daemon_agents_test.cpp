@@ -527,5 +527,37 @@ TEST(AgentHub, RegisteredAndEveryLaterMessageAreSealedWithTheSessionKey) {
   EXPECT_FALSE(other.verify(p->raw[1], p->sent[1]));  // another agent challenge, another key
 }
 
+// An agent that is not root reports runs_as {switch_users: false}; while every connected agent is such, a job
+// of any other user is refused at submit (it would be refused on every node), and its own user's is not.
+TEST(AgentHub, JobsOfUsersNoAgentCanRunAsAreRefusedAtSubmit) {
+  testing::TempDir dir;
+  Harness h(dir);
+  jobs::JobSpec spec;
+  spec.gpus = 1;
+  spec.command = {"/bin/true"};
+  const Caller admin{"root", store::Role::kAdmin};
+  auto as = [&](const std::string& user) {
+    jobs::JobSpec s = spec;
+    s.user = user;
+    return h.service->prepare(s, admin);
+  };
+  EXPECT_TRUE(as("bob")) << "no agent connected: nothing known";
+  auto p = std::make_shared<FakePeer>();
+  h.hub->on_open(p);
+  const std::string challenge = p->sent.at(0).at("challenge");
+  const json runs_as = {{"uid", 1000}, {"user", "alice"}, {"switch_users", false}};
+  h.send(p, {{"type", "register"}, {"v", 1}, {"agent", "test:1"},
+             {"nodes", {{{"name", "n1"}, {"runs_as", runs_as}}, {{"name", "n2"}, {"runs_as", runs_as}}}},
+             {"mac", register_mac(kSecret, challenge, "test:1", {"n1", "n2"})}});
+  ASSERT_EQ(p->of("registered").size(), 1u);
+  auto bob = as("bob");
+  ASSERT_FALSE(bob);
+  EXPECT_NE(bob.error().message.find("every connected agent runs as 'alice' and cannot switch users"),
+            std::string::npos) << bob.error().message;
+  EXPECT_TRUE(as("alice"));
+  auto root_agent = h.connect({"n2"});  // takes n2 over; its agent (no runs_as) can switch users
+  EXPECT_TRUE(as("bob"));
+}
+
 }  // namespace
 }  // namespace railyard::daemon

@@ -156,7 +156,7 @@ void AgentHub::link_node(Conn& c, const protocol::RegisterNode& n, Linking& out)
       old->second.peer->close();
     }
   }
-  link = {c.peer.get(), c.agent, now};
+  link = {c.peer.get(), c.agent, now, n.runs_as};
   c.nodes.push_back(name);
   out.accepted.push_back(name);
   const int gpus = cluster.node(id).gpus;

@@ -21,7 +21,11 @@ constexpr int kMaxBadInRow = 3;
 std::string alloc_id(JobId job, int attempt) { return protocol::alloc_id(job, attempt); }
 
 AgentHub::AgentHub(Service& service, AgentHubOptions options)
-    : service_(service), options_(std::move(options)) {}
+    : service_(service), options_(std::move(options)) {
+  service_.set_user_check([this, alive = std::weak_ptr<char>(alive_)](const std::string& user) -> Status {
+    return alive.expired() ? ok() : can_run_as(user);
+  });
+}
 
 void AgentHub::send(Peer* p, const json& msg) {
   if (!p) return;
@@ -276,6 +280,20 @@ size_t AgentHub::connected_nodes() const {
 bool AgentHub::connected(const std::string& node) const {
   auto it = links_.find(node);
   return it != links_.end() && it->second.peer != nullptr;
+}
+
+Status AgentHub::can_run_as(const std::string& user) const {
+  std::set<std::string> owners;
+  for (const auto& [name, l] : links_) {
+    if (!l.peer) continue;
+    if (!l.runs_as || l.runs_as->switch_users || l.runs_as->user == user) return ok();
+    owners.insert(l.runs_as->user);
+  }
+  if (owners.empty()) return ok();  // no agent connected: nothing known yet
+  std::string names;
+  for (const auto& o : owners) names += (names.empty() ? "'" : ", '") + o + "'";
+  return invalid("user: every connected agent runs as " + names + " and cannot switch users (not root): a job of user '" +
+                 user + "' would be refused on every node; submit it as that user, or run the agents as root");
 }
 
 std::optional<int64_t> AgentHub::last_heartbeat(const std::string& node) const {

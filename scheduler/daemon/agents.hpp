@@ -107,6 +107,9 @@ class AgentHub {
   // The last frame from the node's connection; nullopt when the node never registered.
   std::optional<int64_t> last_heartbeat(const std::string& node) const;
   bool connected(const std::string& node) const;
+  // Whether a job of `user` can run: refused only when every connected node's agent reports it cannot
+  // switch users (not root) and none runs as `user` (the agent would refuse it: PROTOCOL.md "runs_as").
+  Status can_run_as(const std::string& user) const;
   void set_metrics_listener(MetricsListener l) { metrics_listener_ = std::move(l); }
 
   // Reads a rank's log through its node's agent. 404 unknown rank, 503 node not connected.
@@ -132,6 +135,7 @@ class AgentHub {
     Peer* peer = nullptr;  // null once its connection closed
     std::string agent;
     int64_t last_seen = 0;
+    std::optional<protocol::RunsAs> runs_as;  // from its register; absent: an agent that can switch users
   };
   // A live (or ending) allocation. An ended one restored from a persisted hold has only the hold's nodes.
   struct Track {

@@ -134,6 +134,8 @@ class Service {
   }
   // Who may submit QoS high besides admins (SubmitIntake::set_high_qos_users).
   Status set_high_qos_users(std::string_view list) { return intake_.set_high_qos_users(list); }
+  // Submits of a user the cluster cannot run are refused (SubmitIntake::set_user_check).
+  void set_user_check(SubmitIntake::UserCheck check) { intake_.set_user_check(std::move(check)); }
   // The longest a pass's schedule() may take (0: no bound; PassRunner::set_pass_budget, which says when).
   void set_pass_budget(std::chrono::milliseconds budget) { passes_.set_pass_budget(budget); }
 

@@ -86,6 +86,8 @@ Status SubmitIntake::prepare(jobs::JobSpec& spec, const Caller& who,
                  "qos high: user " + spec.user +
                      " may not submit high-QoS jobs (admins may, and the users the scheduler's high_qos_users "
                      "names; normal and scavenger are open to all)"};
+  if (user_check_)
+    if (auto s = user_check_(spec.user); !s) return s;
   if (spec.project.empty()) spec.project = spec.user;
   if (spec.array_job != 0 || spec.array_task != -1)
     return invalid(

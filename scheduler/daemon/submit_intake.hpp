@@ -72,6 +72,11 @@ class SubmitIntake {
   // normal one): user names, comma-separated; "*" = every user; "" = admins only (the default). An empty
   // name is an error.
   Status set_high_qos_users(std::string_view list);
+  // Whether the cluster can run a job of `user` at all (AgentHub: not when every connected agent reports
+  // it cannot switch users and runs as someone else); prepare() refuses the job with its reason. Unset:
+  // every user.
+  using UserCheck = std::function<Status(const std::string& user)>;
+  void set_user_check(UserCheck check) { user_check_ = std::move(check); }
 
   // Fills defaults (user, project) and validates against the cluster; kPermission when a user submits
   // for someone else, or submits QoS high without leave (set_high_qos_users). A caller the kernel named
@@ -121,6 +126,7 @@ class SubmitIntake {
   store::Durability durability_ = store::Durability::kSynced;
   std::set<std::string, std::less<>> high_qos_users_;
   bool high_qos_anyone_ = false;
+  UserCheck user_check_;
   // Idempotency keys (scoped) of committed submits: first id and count; and of submits not committed yet:
   // the retries waiting for them.
   std::unordered_map<std::string, std::pair<JobId, int64_t>> done_keys_;

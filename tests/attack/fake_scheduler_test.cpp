@@ -208,7 +208,9 @@ TEST(FakeSchedulerAttack, KeyFilesOthersCanReadAreRefusedAtStart) {
 }
 
 // An agent run as `nobody` (as `railyard up` by a non-root user runs them) cannot switch users: another
-// user's job is refused at the node with a clear message and runs nowhere; nobody's own job runs.
+// user's job is refused at the node with a clear message and runs nowhere (one submitted before the agent
+// came, so the scheduler could not tell); once the agent said so at registration, the scheduler refuses
+// such a job at submit; nobody's own job runs.
 TEST(FakeSchedulerAttack, AgentThatCannotSwitchUsersRefusesAnotherUsersJob) {
   if (auto why = AttackCluster::skip_reason(); !why.empty()) GTEST_SKIP() << why;
   const struct passwd* nobody = ::getpwnam("nobody");
@@ -222,6 +224,10 @@ TEST(FakeSchedulerAttack, AgentThatCannotSwitchUsersRefusesAnotherUsersJob) {
   const std::string drop = cluster.file("drop");
   std::filesystem::create_directory(drop);
   ::chmod(drop.c_str(), 0777);
+  const std::string other = ::getpwnam("daemon") != nullptr ? "daemon" : "root";
+  const json their_job = {{"name", "other"}, {"gpus", 1}, {"launcher", "none"}, {"user", other},
+                          {"command", {"/bin/sh", "-c", "touch " + drop + "/other-ran"}}};
+  const int64_t theirs = cluster.submit(their_job);  // no agent yet: nothing says it cannot run
   ChildProcess agent("/usr/bin/setpriv",
                      {"--reuid=" + std::to_string(uid), "--regid=" + std::to_string(gid), "--clear-groups",
                       RAILYARD_AGENT_BIN, "--scheduler", cluster.url(), "--key-file", keys, "--nodes", "n[1-2]",
@@ -231,14 +237,14 @@ TEST(FakeSchedulerAttack, AgentThatCannotSwitchUsersRefusesAnotherUsersJob) {
   ASSERT_TRUE(until([&] { return connected_nodes(cluster.http()) == 2; }))
       << read_small(cluster.file("nobody-agent.log"));
 
-  const std::string other = ::getpwnam("daemon") != nullptr ? "daemon" : "root";
-  const int64_t theirs = cluster.submit({{"name", "other"}, {"gpus", 1}, {"launcher", "none"}, {"user", other},
-                                         {"command", {"/bin/sh", "-c", "touch " + drop + "/other-ran"}}});
   EXPECT_EQ(cluster.wait_done(theirs), "FAILED") << cluster.job(theirs);
   const std::string reason = cluster.job(theirs).value("reason", "");
   EXPECT_NE(reason.find("cannot switch users"), std::string::npos) << cluster.job(theirs);
   EXPECT_NE(reason.find("'" + other + "'"), std::string::npos) << reason;
   EXPECT_FALSE(std::filesystem::exists(drop + "/other-ran")) << "another user's job ran as nobody";
+  const auto refused = cluster.http().request("POST", "/api/v1/jobs", their_job.dump(), cluster.admin_token());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("cannot switch users"), std::string::npos) << refused.body;
 
   const int64_t own = cluster.submit({{"name", "own"}, {"gpus", 1}, {"launcher", "none"}, {"user", "nobody"},
                                       {"command", {"/bin/sh", "-c", "touch " + drop + "/own-ran"}}});
