@@ -1,6 +1,8 @@
 // Real processes through the Launcher and the Supervisor (grace period 1 s).
 #include <pwd.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -353,6 +355,33 @@ TEST_F(Launch, RootRefusesUnknownUserAndDropsToAKnownOne) {
   ASSERT_TRUE(o.finished);
   EXPECT_EQ(o.finished->state, AllocState::kCompleted);
   EXPECT_EQ(read_file(log("user", 0)), std::to_string(nobody->pw_uid) + "\n");
+}
+
+// A user with uid 0 under another name is root: refused as root is, by uid. Checked in a mount namespace
+// whose /etc/passwd adds such a user, so the machine's own file is untouched.
+TEST(ResolveJobUser, AUidZeroAliasIsRefusedAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  const pid_t child = fork();
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(77);
+    char path[] = "/tmp/railyard-passwd-XXXXXX";
+    const int fd = mkstemp(path);
+    const std::string text = read_file("/etc/passwd") + "toor-railyard:x:0:0:alias:/root:/bin/sh\n";
+    const bool written = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) close(fd);
+    if (!written || mount(path, "/etc/passwd", nullptr, MS_BIND, nullptr) != 0) _exit(77);
+    auto refused = resolve_job_user("toor-railyard", false);
+    auto allowed = resolve_job_user("toor-railyard", true);
+    unlink(path);
+    const bool ok = !refused && refused.error().code == ErrorCode::kPermission &&
+                    refused.error().message.find("uid 0") != std::string::npos && allowed && !allowed->has_value();
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot bind-mount /etc/passwd in a new mount namespace";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "a uid-0 alias was not refused as root (or, allowed, not run as root)";
 }
 
 // Isolation fails closed: where the allocation's group cannot be made the job does not start, and the

@@ -2,6 +2,7 @@
 #include "agent/session/session.hpp"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ namespace {
 
 using nlohmann::json;
 using testing::TempDir;
+namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr const char* kSecret = "s3cret";
@@ -549,6 +551,53 @@ TEST(AgentSession, MpiLaterNodeHoldsTheAllocationAndRunsExecOrders) {
   ASSERT_FALSE(done.is_null());
   EXPECT_EQ(done["state"], "cancelled");
   EXPECT_NE(kill(pid, 0), 0);
+}
+
+// A restarted agent adopts a held mpi node from its record, which keeps the job's user and GPUs: a later
+// remote launch runs as that user with those GPUs (not as root with none). A record that lost its user (an
+// older agent's) takes no remote launch at all.
+TEST(AgentSession, AdoptedAllocationRunsExecOrdersAsItsUserWithItsGpusOrNotAtAll) {
+  TempDir dir;
+  const struct passwd* nobody = getpwnam("nobody");
+  const bool as_nobody = geteuid() == 0 && nobody != nullptr;
+  if (as_nobody) fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  const uid_t uid = as_nobody ? nobody->pw_uid : geteuid();
+  json job = spec({"true"}, jobs::Launcher::kMpi);
+  job["user"] = as_nobody ? "nobody" : "";
+  const json nodes = json::array({{{"name", "n0"}, {"gpus", {0, 1}}}, {{"name", "n1"}, {"gpus", {2, 3}}}});
+  auto exec = [](const std::string& req, const std::string& command) {
+    return json{{"type", "exec"}, {"v", 1}, {"req", req}, {"alloc", "12.1"}, {"node", "n1"}, {"argv", {command}}};
+  };
+  {
+    Harness h(dir.path());
+    h.register_with();
+    h.feed(launch("12.1", "n1", job, 1, nodes));
+    h.feed(exec("r1", "sleep 30"));  // keeps the allocation alive across the restart
+    ASSERT_EQ(h.sent.back()["type"], "exec_started") << h.sent.back().dump();
+  }
+  const fs::path check = dir.path() / "nodes" / "n1" / "jobs" / "12" / "12.1" / "who";
+  {
+    Harness h(dir.path());
+    ASSERT_EQ(h.session->allocations(), 1u);
+    h.register_with();
+    h.feed(exec("r2", "echo $(id -u):$CUDA_VISIBLE_DEVICES > who"));
+    ASSERT_EQ(h.sent.back()["type"], "exec_started") << h.sent.back().dump();
+    for (int i = 0; i < 200 && testing::read_file(check).empty(); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(testing::read_file(check), std::to_string(uid) + ":2,3\n");
+  }
+  // An older agent's record: no user.
+  const fs::path journal = dir.path() / "nodes" / "n1" / "allocs.journal";
+  std::string text = testing::read_file(journal);
+  for (size_t at; (at = text.find("\"user\":")) != std::string::npos;) text.replace(at, 7, "\"owner\":");
+  testing::write_file(journal, text);
+  Harness h(dir.path());
+  h.register_with();
+  h.feed(exec("r3", "touch ran-without-user"));
+  EXPECT_EQ(h.sent.back()["type"], "exec_failed") << h.sent.back().dump();
+  EXPECT_NE(h.sent.back().dump().find("does not record its user"), std::string::npos) << h.sent.back().dump();
+  EXPECT_FALSE(fs::exists(check.parent_path() / "ran-without-user"));
+  h.session->cancel_all("test over");
+  EXPECT_FALSE(h.wait_for("alloc_finished", "12.1").is_null());
 }
 
 TEST(AgentHealth, GpuCountDiskAndScript) {
