@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/json_text.hpp"
+#include "jobs/mllog_internal.hpp"
 
 namespace railyard::jobs {
 namespace {
@@ -98,6 +99,38 @@ std::string with_python_separators(const std::string& compact) {
   return out;
 }
 
+struct Token {
+  size_t at = 0;
+  size_t size = 0;
+  MllogFormat format = MllogFormat::kV07;
+};
+
+// The first MLPerf token on the line: ":::MLLOG" (v0.7+), ":::MLL" then a space or the end (v0.6),
+// ":::MLP" (v0.5 and the versions before it). Text before it is a launcher's prefix, or glued on.
+std::optional<Token> find_token(std::string_view line) {
+  for (size_t at = line.find(":::ML"); at != std::string_view::npos; at = line.find(":::ML", at + 1)) {
+    const auto rest = line.substr(at);
+    if (rest.starts_with(detail::kV07Token)) return Token{at, detail::kV07Token.size(), MllogFormat::kV07};
+    if (rest.starts_with(detail::kV05Token)) return Token{at, detail::kV05Token.size(), MllogFormat::kV05};
+    if (rest.starts_with(detail::kV06Token) &&
+        (rest.size() == detail::kV06Token.size() || rest[detail::kV06Token.size()] == ' ' ||
+         rest[detail::kV06Token.size()] == '\t'))
+      return Token{at, detail::kV06Token.size(), MllogFormat::kV06};
+  }
+  return std::nullopt;
+}
+
+Result<MllogEvent> parse_v07(std::string_view rest) {
+  if (rest.empty() || rest.front() != ' ') return invalid("MLLOG prefix without a JSON payload");
+  const std::string_view payload = rest.substr(1);
+  // Bounded: a job's output reaches the agent, and the event copies "metadata" (a copy recurses per level).
+  if (json_text_depth(payload) > kMaxJsonDepth)
+    return invalid("MLLOG payload nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  const auto doc = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return invalid("MLLOG payload is not valid JSON");
+  return event_from_json(doc);
+}
+
 }  // namespace
 
 std::string_view to_string(MllogEventType type) {
@@ -110,6 +143,18 @@ std::string_view to_string(MllogEventType type) {
       return "INTERVAL_END";
   }
   return "POINT_IN_TIME";
+}
+
+std::string_view to_string(MllogFormat format) {
+  switch (format) {
+    case MllogFormat::kV05:
+      return "v0.5";
+    case MllogFormat::kV06:
+      return "v0.6";
+    case MllogFormat::kV07:
+      return "v0.7+";
+  }
+  return "v0.7+";
 }
 
 std::optional<MllogEventType> event_type_from_string(std::string_view text) {
@@ -147,21 +192,14 @@ std::string format_mllog_line(const MllogEvent& event) {
 }
 
 Result<std::optional<MllogEvent>> parse_mllog(std::string_view line) {
-  const auto at = line.find(kMllogPrefix);
-  if (at == std::string_view::npos) {
-    // ":::MLLOG" with no payload at all is malformed, not ordinary output.
-    const auto bare = line.find(kMllogPrefix.substr(0, kMllogPrefix.size() - 1));
-    if (bare != std::string_view::npos) return invalid("MLLOG prefix without a JSON payload");
-    return std::optional<MllogEvent>{};
-  }
-  std::string_view payload = line.substr(at + kMllogPrefix.size());
-  while (!payload.empty() && (payload.back() == '\r' || payload.back() == '\n')) payload.remove_suffix(1);
-  // Bounded: a job's output reaches the agent, and the event copies "metadata" (a copy recurses per level).
-  if (json_text_depth(payload) > kMaxJsonDepth)
-    return invalid("MLLOG payload nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  const auto doc = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return invalid("MLLOG payload is not valid JSON");
-  auto event = event_from_json(doc);
+  const auto token = find_token(line);
+  if (!token) return std::optional<MllogEvent>{};
+  std::string_view rest = line.substr(token->at + token->size);
+  while (!rest.empty() && (rest.back() == '\r' || rest.back() == '\n' || rest.back() == ' ' || rest.back() == '\t'))
+    rest.remove_suffix(1);
+  Result<MllogEvent> event = token->format == MllogFormat::kV05   ? detail::parse_v05(rest)
+                             : token->format == MllogFormat::kV06 ? detail::parse_v06(rest)
+                                                                  : parse_v07(rest);
   if (!event) return event.error();
   return std::optional<MllogEvent>(std::move(event).value());
 }
@@ -184,15 +222,21 @@ std::vector<MllogEvent> parse_mllog_text(std::string_view text) {
   return events;
 }
 
+std::vector<std::pair<int, std::string>> malformed_mllog_lines(std::string_view text) {
+  std::vector<std::pair<int, std::string>> out;
+  for (int number = 1; !text.empty(); ++number) {
+    const auto eol = text.find('\n');
+    if (auto parsed = parse_mllog(text.substr(0, eol)); !parsed) out.emplace_back(number, parsed.error().message);
+    if (eol == std::string_view::npos) break;
+    text.remove_prefix(eol + 1);
+  }
+  return out;
+}
+
 std::optional<double> time_to_train_s(const std::vector<MllogEvent>& events) {
-  const auto first_start = std::find_if(events.begin(), events.end(),
-                                        [](const MllogEvent& e) { return e.key == mllog_key::kRunStart; });
-  const auto last_stop = std::find_if(events.rbegin(), events.rend(),
-                                      [](const MllogEvent& e) { return e.key == mllog_key::kRunStop; });
-  if (first_start == events.end() || last_stop == events.rend()) return std::nullopt;
-  if (last_stop->metadata_string("status") != std::string(kStatusSuccess)) return std::nullopt;
-  if (last_stop->time_ms < first_start->time_ms) return std::nullopt;
-  return static_cast<double>(last_stop->time_ms - first_start->time_ms) / 1000.0;
+  MllogRun run;
+  for (const auto& e : events) run.add(e);
+  return run.time_to_train_s();
 }
 
 MllogWriter::MllogWriter(std::ostream& out, Clock clock) : out_(out), clock_(std::move(clock)) {}
