@@ -64,6 +64,8 @@ json to_json(const MetricEvent& event) {
         } else if constexpr (std::is_same_v<E, Throughput>) {
           return {
               {"key", "throughput"}, {"t", e.time_ms / 1000.0}, {"value", e.value}, {"unit", "samples/s"}};
+        } else if constexpr (std::is_same_v<E, MllogNote>) {
+          return {{"key", "mllog"}, {"what", e.what}};  // no "t": the scheduler stamps it on arrival
         } else {
           return {{"key", "time_to_train"}, {"value", e.seconds}, {"reason", e.reason}};
         }

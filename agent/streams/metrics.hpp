@@ -1,12 +1,16 @@
-// MLLOG lines of rank 0's stdout -> metric events the agent sends to the scheduler.
+// MLPerf log lines of rank 0's stdout, in any format version (v0.5 :::MLPv0.5.0, v0.6 :::MLL, v0.7+
+// :::MLLOG; see jobs/mllog.hpp) -> metric events the agent sends to the scheduler.
 //
 //   run_start (INTERVAL_START)   -> RunStart{time_ms}
 //   eval_accuracy (POINT_IN_TIME) -> EvalPoint{time_ms, epoch, value}  (epoch from metadata.epoch_num)
 //   tracked_stats {"throughput"} -> Throughput{time_ms, value}
 //   run_stop (INTERVAL_END)      -> RunStop{time_ms, status}
-//   time-to-train, once: at run_stop with status "success", or earlier when the job's target
-//   (metric >= value) is met; seconds from the first run_start.
-// Malformed MLLOG lines are counted and skipped; ordinary output is ignored.
+//   time-to-train, once: at run_stop when the run succeeded as MLPerf judges it (jobs::MllogRun), or
+//   earlier when the job's target (metric >= value) is met; seconds from the first run_start.
+//   MllogNote{what}: what the user should hear about the log, in a sentence the scheduler puts in the
+//   job's history: "no time-to-train: <why>" at a run_stop without one, and lines with a token that
+//   cannot be read, said at the 1st, 10th, 100th, ... such line (so a log of them all stays a few notes).
+// Malformed lines are counted (malformed()) and skipped; ordinary output is ignored.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,8 @@
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "jobs/mllog.hpp"
 
 namespace railyard::agent {
 
@@ -39,8 +45,12 @@ struct TimeToTrain {
   double seconds = 0;
   std::string reason;  // "run_stop" or "target"
 };
+struct MllogNote {
+  std::string what;  // starts with kNoTimeToTrain when it says why a stopped run has no time-to-train
+};
+inline constexpr std::string_view kNoTimeToTrain = "no time-to-train: ";
 
-using MetricEvent = std::variant<RunStart, RunStop, EvalPoint, Throughput, TimeToTrain>;
+using MetricEvent = std::variant<RunStart, RunStop, EvalPoint, Throughput, TimeToTrain, MllogNote>;
 
 struct MetricTarget {
   std::string metric = "eval_accuracy";
@@ -59,11 +69,16 @@ class MllogTracker {
 
  private:
   void time_to_train(std::int64_t at_ms, const char* reason, std::vector<MetricEvent>& out);
+  void malformed_line(const std::string& why, std::vector<MetricEvent>& out);
+  void run_stopped(const jobs::MllogEvent& e, std::vector<MetricEvent>& out);
 
   std::optional<MetricTarget> target_;
   std::optional<std::int64_t> run_start_ms_;
   std::optional<double> ttt_;
+  jobs::MllogRun run_;
+  int lines_ = 0;
   int malformed_ = 0;
+  int first_malformed_line_ = 0;
   int parsed_ = 0;
 };
 
