@@ -180,6 +180,29 @@ Json placement_estimate(Api& api, const Json& job, double bytes) {
           {"rail_aligned", e.rail_aligned}};
 }
 
+// Time-to-train as MLPerf counts it, to the millisecond, with minutes (MLPerf's unit) past one; else why
+// there is none, from the agent's note in the history ("no time-to-train: ...", agent/streams/metrics.hpp),
+// and the last thing the agent said about the log ("MLPerf log: ... could not be read").
+template <typename Row>
+void print_time_to_train(const Json& job, const Json& events, Row row) {
+  constexpr std::string_view kNone = "no time-to-train: ", kLog = "MLPerf log: ";
+  std::string none, log;
+  for (const auto& e : events.is_array() ? events : Json::array()) {
+    const std::string what = e.is_object() ? e.value("what", "") : "";
+    if (what.starts_with(kNone)) none = what.substr(kNone.size());
+    if (what.starts_with(kLog)) log = what.substr(kLog.size());
+  }
+  if (job.contains("time_to_train_s") && job["time_to_train_s"].is_number()) {
+    const double s = job["time_to_train_s"].get<double>();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, s >= 60 ? "%.3f s (%.2f min)" : "%.3f s", s, s / 60);
+    row("time-to-train", buf);
+  } else if (!none.empty()) {
+    row("time-to-train", "none: " + none);
+  }
+  if (!log.empty()) row("MLPerf log", log);
+}
+
 void print_show(const Json& job, const Json& estimate, const Json& events) {
   auto row = [](const std::string& k, const std::string& v) { std::cout << "  " << k << std::string(16 - k.size(), ' ') << v << "\n"; };
   const std::string state = job.value("state", "?");
@@ -226,9 +249,11 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
       span += spanned == min ? "  " + paint("(optimal)", Color::kGreen) : "  " + paint("(fragmented)", Color::kYellow);
     row("switch span", span);
   }
-  if (!estimate.is_null()) {
+  if (!estimate.is_null() && !(estimate.value("seconds", 0.0) > 0)) {
+    row("allreduce est.", "none: one GPU, no collective crosses a link");
+  } else if (!estimate.is_null()) {
     char buf[200];
-    // The bottleneck is infinite (null in the API's JSON) for a single GPU.
+    // An infinite bottleneck (no link crossed) is null in the API's JSON.
     const Json& slowest = estimate["bottleneck_gbits_s"];
     std::snprintf(buf, sizeof buf, "%s in %s (bus %.1f GB/s, slowest link %.0f Gb/s, within one %s%s)",
                   format_bytes(estimate["bytes"].get<double>()).c_str(),
@@ -239,8 +264,7 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
   }
   if (job.contains("spec") && job["spec"].contains("target"))
     row("target", job["spec"]["target"].value("metric", "") + " >= " + cell(job["spec"]["target"]["value"]));
-  if (job.contains("time_to_train_s") && job["time_to_train_s"].is_number())
-    row("time-to-train", format_seconds(job["time_to_train_s"].get<double>()));
+  print_time_to_train(job, events, row);
   if (events.is_array() && !events.empty()) {
     std::cout << "  history\n";
     for (const auto& e : events) {

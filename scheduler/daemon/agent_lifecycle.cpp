@@ -352,6 +352,10 @@ void AgentHub::on_metrics(const Conn& c, const protocol::Metrics& m) {
     const double time = e.contains("t") && e["t"].is_number() ? e["t"].get<double>() : double(now);
     b.metrics.push_back({r->id, alloc, key, time, e.dump()});
     if (key == "run_start") t->second.run_start = time;
+    // The agent's word about the job's MLPerf log (lines it could not read, why a run has no
+    // time-to-train): the user reads it in the job's history (show, the dashboard).
+    if (key == "mllog" && e.contains("what") && e["what"].is_string())
+      b.events.push_back({job_subject(r->id), now, "agent:" + m.node, e["what"].get<std::string>().substr(0, 300)});
     if (key == "time_to_train" && e.contains("value") && e["value"].is_number())
       ttt = e["value"].get<double>();
     if (r->spec.target && key == r->spec.target->metric && t->second.run_start && e.contains("value") &&

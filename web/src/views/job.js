@@ -43,10 +43,22 @@ async function tailLog(id) {
 // tailLog's answer: the text, or null when there is none (a {note} says why).
 const logText = (res) => (typeof res === 'string' ? res : null);
 
+// The agent's history note for a stopped run without a time-to-train starts so (agent/streams/metrics.hpp).
+const kNoTimeToTrain = 'no time-to-train: ';
+
+// Time-to-train as a duration, or why there is none; its title holds the seconds to the millisecond, as
+// MLPerf counts them (`railyard show` prints the same).
+function tttText(job, note) {
+  const s = job.time_to_train_s;
+  if (s != null) return fmtDuration(s);
+  return note ? `none: ${note.slice(kNoTimeToTrain.length)}` : 'not reached';
+}
+const tttTitle = (job) => (job.time_to_train_s != null ? `${Number(job.time_to_train_s).toFixed(3)} s` : undefined);
+
 // The API's cost-model estimate (GET /jobs/ID only) as one line, like `railyard show`.
 function estimateText(e) {
   if (!e) return 'none';
-  if (!(e.seconds > 0)) return 'one GPU: no allreduce traffic';
+  if (!(e.seconds > 0)) return 'one GPU: no collective crosses a link';
   const size = e.allreduce_bytes >= 2 ** 30 ? `${e.allreduce_bytes / 2 ** 30} GiB` : `${e.allreduce_bytes} B`;
   const time = e.seconds < 1 ? `${(e.seconds * 1000).toFixed(1)} ms` : `${e.seconds.toFixed(2)} s`;
   const slowest = e.bottleneck_gbits_s == null ? '' : `, slowest link ${Math.round(e.bottleneck_gbits_s)} Gb/s`;
@@ -90,6 +102,9 @@ export function mount(root, {args}) {
     });
   };
   let metricsRes = null;
+  // Why a stopped run has no time-to-train, as the agent put it in the job's history ("no time-to-train:
+  // the run did not succeed ..."); null until the events say so.
+  let tttNote = null;
   let chart = null;
   let stopped = false;
 
@@ -106,7 +121,7 @@ export function mount(root, {args}) {
           job.held_by ? ['held by', job.held_by + (job.held_by_admin ? ' (an admin: only an admin may release it)' : '')] : null,
           envText(job) ? ['environment', h('span', {id: 'env', text: envText(job)})] : null,
           job.estimated_start ? ['estimated start', fmtTime(job.estimated_start)] : null,
-          ['time-to-train', h('b', {id: 'ttt', text: job.time_to_train_s != null ? fmtDuration(job.time_to_train_s) : 'not reached'})]]));
+          ['time-to-train', h('b', {id: 'ttt', text: tttText(job, tttNote), title: tttTitle(job)})]]));
     const gpuText = (job.gpu_ids || []).map((g) => (typeof g === 'object' ? `${g.gpu}:${g.mig}` : String(g))).join(', ');
     placement.replaceChildren(h('h2', {text: 'Placement'}), job.nodes && job.nodes.length ? kv([
       ['nodes', (job.nodes || []).join(', ')],
@@ -157,6 +172,11 @@ export function mount(root, {args}) {
   // GET /jobs/ID/events: {"job", "events": [{"time", "time_ms", "actor", "what"}]}; null when it failed.
   const renderEvents = (res) => {
     const list = res ? res.events : null;
+    const note = list && [...list].reverse().find((e) => String(e.what || '').startsWith(kNoTimeToTrain));
+    if (note && note.what !== tttNote) {
+      tttNote = note.what;
+      renderHead();
+    }
     events.replaceChildren(h('h2', {text: 'Events'}), list === null ? h('p', {class: 'muted', text: 'events not available'})
       : h('table', {class: 'events'}, list.slice(-200).map((e) =>
         h('tr', {}, h('td', {class: 'nowrap', text: fmtTime(e.time)}), h('td', {class: 'muted', text: e.actor}),
