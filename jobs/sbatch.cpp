@@ -1,4 +1,4 @@
-// Script scanning and directive tokenizing; the meaning of each directive is in sbatch_directives.cpp.
+// Script scanning, directive tokenizing and precedence; what each option means is in sbatch_directives.cpp.
 #include "jobs/sbatch.hpp"
 
 #include <algorithm>
@@ -10,32 +10,25 @@
 namespace railyard::jobs {
 namespace sbatch_detail {
 
+std::string where(int line) { return line > 0 ? "line " + std::to_string(line) : "command line"; }
+
 void ImportState::error(const Option& o, const std::string& msg) {
-  errors.push_back("line " + std::to_string(o.line) + ": " + o.spelled + ": " + msg);
+  errors.push_back(where(o.line) + ": " + o.spelled + ": " + msg);
 }
 void ImportState::warn(const Option& o, const std::string& msg) {
-  out.warnings.push_back("line " + std::to_string(o.line) + ": " + o.spelled + ": " + msg);
+  out.warnings.push_back(where(o.line) + ": " + o.spelled + ": " + msg);
 }
-void ImportState::warn_line(int line, const std::string& msg) {
-  out.warnings.push_back("line " + std::to_string(line) + ": " + msg);
-}
-
-}  // namespace sbatch_detail
+void ImportState::warn_line(int line, const std::string& msg) { out.warnings.push_back(where(line) + ": " + msg); }
 
 namespace {
-
-using sbatch_detail::Arity;
-using sbatch_detail::ImportState;
-using sbatch_detail::Option;
-
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
-bool is_directive(std::string_view line) {
-  return line.starts_with("#SBATCH") && (line.size() == 7 || is_space(line[7]));
+std::optional<Arity> arity_of(const Option& o) {
+  const Directive* d = find_directive(o.name, o.is_short);
+  return d ? std::optional<Arity>(d->arity) : std::nullopt;
 }
+}  // namespace
 
-// Shell-like words: whitespace separates, quotes group, a backslash escapes outside single quotes,
-// an unquoted word starting with '#' begins a comment. nullopt on an unterminated quote.
 std::optional<std::vector<std::string>> split_words(std::string_view s) {
   std::vector<std::string> words;
   size_t i = 0;
@@ -61,7 +54,6 @@ std::optional<std::vector<std::string>> split_words(std::string_view s) {
   return words;
 }
 
-// Builds the option starting at words[i]; advances i past the words it used.
 Option take_option(const std::vector<std::string>& words, size_t& i, int line) {
   Option o;
   o.line = line;
@@ -78,13 +70,51 @@ Option take_option(const std::vector<std::string>& words, size_t& i, int line) {
   }
   o.spelled = w;
   if (o.value) return o;
-  auto arity = sbatch_detail::option_arity(o.name, o.is_short);
+  auto arity = arity_of(o);
   bool next_is_value = i < words.size() && !words[i].starts_with("-");
   if ((arity == Arity::kRequired && i < words.size()) || (!arity && next_is_value)) {
     o.value = words[i++];
     o.spelled += " " + *o.value;
   }
   return o;
+}
+
+}  // namespace sbatch_detail
+
+namespace {
+
+using sbatch_detail::Arity;
+using sbatch_detail::ImportState;
+using sbatch_detail::Option;
+using sbatch_detail::split_words;
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+bool is_directive(std::string_view line) {
+  return line.starts_with("#SBATCH") && (line.size() == 7 || is_space(line[7]));
+}
+
+// Applies the options in `words`; an option the command line overrides is skipped (sbatch's precedence).
+void apply_words(const std::vector<std::string>& words, int line_no, ImportState& st) {
+  size_t i = 0;
+  while (i < words.size()) {
+    const std::string& w = words[i];
+    if (w.size() < 2 || w[0] != '-' || w == "--") {
+      st.warn_line(line_no, "#SBATCH argument " + in_quotes(w) + " ignored: not an option");
+      ++i;
+      continue;
+    }
+    Option o = sbatch_detail::take_option(words, i, line_no);
+    const sbatch_detail::Directive* d = sbatch_detail::find_directive(o.name, o.is_short);
+    if (d && d->arity == Arity::kRequired && !o.value) {
+      st.error(o, "needs a value");
+      continue;
+    }
+    if (d && line_no > 0 &&
+        std::find(st.overridden.begin(), st.overridden.end(), d->long_name) != st.overridden.end())
+      continue;
+    sbatch_detail::apply_option(o, st);
+  }
 }
 
 void parse_directive(std::string_view line, int line_no, ImportState& st) {
@@ -94,21 +124,19 @@ void parse_directive(std::string_view line, int line_no, ImportState& st) {
     return;
   }
   if (words->empty()) st.warn_line(line_no, "#SBATCH without an option ignored");
-  size_t i = 0;
-  while (i < words->size()) {
-    const std::string& w = (*words)[i];
-    if (w.size() < 2 || w[0] != '-' || w == "--") {
-      st.warn_line(line_no, "#SBATCH argument " + in_quotes(w) + " ignored: not an option");
+  apply_words(*words, line_no, st);
+}
+
+// The long names of the options the command line gives, so that the script's are skipped.
+void note_overrides(const std::vector<std::string>& words, ImportState& st) {
+  for (size_t i = 0; i < words.size();) {
+    if (!words[i].starts_with("-")) {
       ++i;
       continue;
     }
-    Option o = take_option(*words, i, line_no);
-    auto arity = sbatch_detail::option_arity(o.name, o.is_short);
-    if (arity == Arity::kRequired && !o.value) {
-      st.error(o, "needs a value");
-      continue;
-    }
-    sbatch_detail::apply_option(o, st);
+    Option o = sbatch_detail::take_option(words, i, 0);
+    if (const auto* d = sbatch_detail::find_directive(o.name, o.is_short))
+      st.overridden.emplace_back(d->long_name);
   }
 }
 
@@ -186,7 +214,7 @@ void scan_script(std::string_view script, ImportState& st) {
 
 }  // namespace
 
-Result<SbatchImport> parse_sbatch_script(std::string_view script) {
+Result<SbatchImport> parse_sbatch_script(std::string_view script, std::span<const std::string> command_line) {
   if (script.size() > kMaxScriptBytes)
     return invalid("script: " + std::to_string(script.size()) + " bytes; at most " +
                    std::to_string(kMaxScriptBytes) + " allowed");
@@ -194,7 +222,10 @@ Result<SbatchImport> parse_sbatch_script(std::string_view script) {
     return invalid("script: contains a NUL byte (a binary file?)");
   if (!is_valid_utf8(script)) return invalid("script: not valid UTF-8");
   ImportState st;
+  const std::vector<std::string> cli(command_line.begin(), command_line.end());
+  note_overrides(cli, st);
   scan_script(script, st);
+  apply_words(cli, 0, st);  // last: the command line wins where both give an option
   if (!st.errors.empty()) return invalid(join(st.errors, "; "));
   sbatch_detail::finish_import(script, st);
   if (!st.errors.empty()) return invalid(join(st.errors, "; "));

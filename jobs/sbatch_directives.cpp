@@ -1,4 +1,4 @@
-// What each #SBATCH directive means for a JobSpec. Table of the mapping: jobs/README.md ("#SBATCH import").
+// What each mapped sbatch option means for a JobSpec. Table of the mapping: jobs/README.md ("#SBATCH import").
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -50,9 +50,9 @@ std::string gpu_type_from(std::string_view raw, const Option& o, ImportState& st
 void set_gpu_type(std::string_view raw, const Option& o, ImportState& st) {
   std::string type = gpu_type_from(raw, o, st);
   JobSpec& spec = st.out.spec;
-  if (!spec.gpu_type.empty() && spec.gpu_type != type) {
-    st.error(o, "GPU type " + type + " conflicts with " + spec.gpu_type + " from line " +
-                    std::to_string(st.gpu_type_line));
+  const bool command_line_wins = o.line == 0 && st.gpu_type_line > 0;
+  if (!spec.gpu_type.empty() && spec.gpu_type != type && !command_line_wins) {
+    st.error(o, "GPU type " + type + " conflicts with " + spec.gpu_type + " from " + where(st.gpu_type_line));
     return;
   }
   spec.gpu_type = type;
@@ -72,6 +72,19 @@ std::optional<int> typed_count(const Option& o, ImportState& st) {
   return count;
 }
 
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = std::min(s.find(sep, start), s.size());
+    parts.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
 void on_nodes(const Option& o, ImportState& st) {
   std::string_view v = *o.value;
   size_t dash = v.find('-');
@@ -83,17 +96,6 @@ void on_nodes(const Option& o, ImportState& st) {
     return;
   }
   if (auto n = required_positive(o, st)) st.out.spec.nodes = *n;
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = std::min(s.find(sep, start), s.size());
-    parts.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
 }
 
 // --gres=gpu[:TYPE][:COUNT][,other...]: COUNT GPUs on every node.
@@ -115,14 +117,11 @@ void on_gres(const Option& o, ImportState& st) {
 }
 
 // Tasks are not Railyard's: it starts the script once, and the script's srun/mpirun starts them.
-void on_ntasks_per_node(const Option& o, ImportState& st) {
+void on_ntasks(const Option& o, ImportState& st) {
   auto n = required_positive(o, st);
   if (n && *n > 1) st.warn(o, "Railyard starts the script once; the script's srun/mpirun starts the tasks");
 }
 
-void ignore_log_path(const Option& o, ImportState& st) {
-  st.warn_line(o.line, "#SBATCH " + o.spelled + " ignored: Railyard keeps per-rank logs (railyard logs JOB)");
-}
 
 void on_time(const Option& o, ImportState& st) {
   auto t = parse_slurm_time(*o.value);
@@ -184,78 +183,100 @@ void on_exclusive(const Option& o, ImportState& st) {
   st.out.spec.exclusive = true;
 }
 
-using Handler = void (*)(const Option&, ImportState&);
-struct Directive {
-  std::string_view long_name;
-  char short_name;  // 0 when none
-  Arity arity;
-  Handler apply;
-};
 
-template <std::string JobSpec::*M>
-void set_string(const Option& o, ImportState& st) {
-  st.out.spec.*M = *o.value;
+void on_gpus_per_node(const Option& o, ImportState& st) {
+  if (auto n = typed_count(o, st)) st.out.spec.gpus_per_node = *n;
 }
-template <int JobSpec::*M>
-void set_gpu_count(const Option& o, ImportState& st) {
-  if (auto n = typed_count(o, st)) st.out.spec.*M = *n;
+void on_gpus(const Option& o, ImportState& st) {
+  if (auto n = typed_count(o, st)) st.out.spec.gpus = *n;
 }
-template <bool kValue>
-void set_requeue(const Option&, ImportState& st) {
-  st.out.spec.requeue = kValue;
+void on_job_name(const Option& o, ImportState& st) { st.out.spec.name = *o.value; }
+void on_account(const Option& o, ImportState& st) { st.out.spec.project = *o.value; }
+void on_chdir(const Option& o, ImportState& st) { st.out.spec.workdir = *o.value; }
+void on_requeue(const Option&, ImportState& st) { st.out.spec.requeue = true; }
+void on_no_requeue(const Option&, ImportState& st) { st.out.spec.requeue = false; }
+void on_spread_job(const Option&, ImportState& st) { st.out.spec.layout = Layout::kSpread; }
+void on_honoured(const Option&, ImportState&) {}
+
+// --mem: per node, MiB without a unit, K/M/G/T suffixes; 0 is "all of the node's memory", which is
+// Railyard's default for a whole node.
+void on_mem(const Option& o, ImportState& st) {
+  std::string_view v = *o.value;
+  size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+  auto n = parse_digits(v.substr(0, digits));
+  const std::string unit = to_upper(v.substr(digits));
+  const int64_t scale = unit.empty() || unit == "M" ? 1 : unit == "G" ? 1024 : unit == "T" ? 1024 * 1024 : 0;
+  if (!n || (scale == 0 && unit != "K")) return st.error(o, "expected memory per node: 512, 512M, 64G, 1T");
+  const int64_t mb = unit == "K" ? *n / 1024 : *n * scale;
+  if (mb > INT_MAX) return st.error(o, "more memory than a node can have");
+  if (*n > 0 && mb == 0) return st.error(o, "less than 1 MiB");
+  st.out.spec.mem_mb = static_cast<int>(mb);
 }
 
-const std::array<Directive, 20> kDirectives = {{
-    {"nodes", 'N', Arity::kRequired, on_nodes},
-    {"ntasks-per-node", 0, Arity::kRequired, on_ntasks_per_node},
-    {"gpus-per-node", 0, Arity::kRequired, set_gpu_count<&JobSpec::gpus_per_node>},
-    {"gres", 0, Arity::kRequired, on_gres},
-    {"gpus", 'G', Arity::kRequired, set_gpu_count<&JobSpec::gpus>},
-    {"time", 't', Arity::kRequired, on_time},
-    {"job-name", 'J', Arity::kRequired, set_string<&JobSpec::name>},
-    {"partition", 'p', Arity::kRequired, on_partition},
-    {"constraint", 'C', Arity::kRequired, on_constraint},
-    {"qos", 'q', Arity::kRequired, on_qos},
-    {"dependency", 'd', Arity::kRequired, on_dependency},
-    {"array", 'a', Arity::kRequired, on_array},
-    {"account", 'A', Arity::kRequired, set_string<&JobSpec::project>},
-    {"chdir", 'D', Arity::kRequired, set_string<&JobSpec::workdir>},
-    {"exclusive", 0, Arity::kEqualsOnly, on_exclusive},
-    {"requeue", 0, Arity::kNone, set_requeue<true>},
-    {"no-requeue", 0, Arity::kNone, set_requeue<false>},
-    {"output", 'o', Arity::kRequired, ignore_log_path},
-    {"error", 'e', Arity::kRequired, ignore_log_path},
-    {"open-mode", 0, Arity::kRequired, ignore_log_path},
-}};
+// Railyard's priority is a boost in -1000..1000; larger values are clamped, with a warning.
+void set_priority(const Option& o, ImportState& st, int64_t value) {
+  const int64_t clamped = std::clamp<int64_t>(value, -1000, 1000);
+  if (clamped != value) st.warn(o, "priority is clamped to " + std::to_string(clamped) + " (range -1000..1000)");
+  st.out.spec.priority = static_cast<int>(clamped);
+}
 
-const Directive* find_directive(std::string_view name, bool is_short) {
-  for (const Directive& d : kDirectives) {
-    if (is_short ? (name.size() == 1 && d.short_name == name[0]) : d.long_name == name) return &d;
-  }
-  return nullptr;
+// --nice[=N]: a positive nice lowers the priority (default 100, as sbatch's).
+void on_nice(const Option& o, ImportState& st) {
+  std::string_view v = o.value ? std::string_view(*o.value) : "100";
+  const bool negative = v.starts_with('-');
+  auto n = parse_digits(negative ? v.substr(1) : v);
+  if (!n) return st.error(o, "expected an integer");
+  set_priority(o, st, negative ? *n : -*n);
+}
+
+void on_priority(const Option& o, ImportState& st) {
+  auto n = parse_digits(*o.value);
+  if (!n) return st.error(o, "expected a non-negative integer (TOP is not supported)");
+  set_priority(o, st, *n);
+}
+
+void on_hold(const Option&, ImportState& st) { st.out.effects.hold = true; }
+void on_wait(const Option&, ImportState& st) { st.out.effects.wait = true; }
+void on_parsable(const Option&, ImportState& st) { st.out.effects.parsable = true; }
+void on_test_only(const Option&, ImportState& st) { st.out.effects.test_only = true; }
+void on_quiet(const Option&, ImportState& st) { st.out.effects.quiet = true; }
+void on_command_line_only(const Option& o, ImportState& st) {
+  if (o.line > 0) st.warn(o, "ignored: only on the command line");
+}
+
+void apply_option(const Option& o, ImportState& st) {
+  const std::string what = o.line > 0 ? "#SBATCH " + o.spelled : o.spelled;
+  const Directive* d = find_directive(o.name, o.is_short);
+  if (!d) return st.warn_line(o.line, what + " ignored: not an sbatch option Railyard knows");
+  if (d->arity == Arity::kNone && o.value) st.warn(o, "takes no value; the value is ignored");
+  if (!d->apply) return st.warn_line(o.line, what + " ignored: " + std::string(d->ignored_because));
+  d->apply(o, st);
+}
+
+namespace {
+
+// A script that asks for no GPU count (MLPerf's run.sub: the size comes from `sbatch -N 96`, the node from
+// --exclusive) asks, on a GPU cluster, for whole nodes: all their GPUs. The scheduler fills in the count.
+void take_whole_nodes(ImportState& st) {
+  JobSpec& spec = st.out.spec;
+  if (spec.nodes == 0) spec.nodes = 1;  // sbatch's default
+  const std::string nodes =
+      std::to_string(spec.nodes) + " whole node" + (spec.nodes == 1 ? "" : "s") + ", all their GPUs";
+  if (spec.exclusive)
+    st.out.warnings.push_back("no GPU request: --exclusive takes " + nodes);
+  else
+    st.out.warnings.push_back("no GPU request (--gpus, --gpus-per-node or --gres=gpu:N): the job takes " + nodes +
+                              ", as --exclusive (give --gpus-per-node to take fewer)");
+  spec.exclusive = true;
 }
 
 }  // namespace
 
-std::optional<Arity> option_arity(std::string_view name, bool is_short) {
-  const Directive* d = find_directive(name, is_short);
-  if (!d) return std::nullopt;
-  return d->arity;
-}
-
-void apply_option(const Option& o, ImportState& st) {
-  const Directive* d = find_directive(o.name, o.is_short);
-  if (!d) return st.warn_line(o.line, "#SBATCH " + o.spelled + " ignored: not supported");
-  if (d->arity == Arity::kNone && o.value) st.warn(o, "takes no value; the value is ignored");
-  d->apply(o, st);
-}
-
 void finish_import(std::string_view script, ImportState& st) {
   JobSpec& spec = st.out.spec;
   if (spec.gpus_per_node > 0 && spec.nodes == 0 && spec.gpus == 0) spec.nodes = 1;  // sbatch's default
-  if (spec.gpus == 0 && spec.gpus_per_node == 0)
-    st.out.warnings.push_back(
-        "no GPU request (--gpus, --gpus-per-node or --gres=gpu:N): the job asks for no GPUs");
+  if (spec.gpus == 0 && spec.gpus_per_node == 0) take_whole_nodes(st);
   if (!st.saw_time)
     st.out.warnings.push_back("no --time: Railyard's default limit " + format_time_limit(spec.time_limit_s) +
                               " applies");

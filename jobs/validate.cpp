@@ -34,8 +34,11 @@ bool check_size(const JobSpec& s, Problems& p) {
       p.push_back(field_eq("gpus", s.gpus) +
                   ": disagrees with nodes x gpus_per_node = " + std::to_string(s.nodes) + " x " +
                   std::to_string(s.gpus_per_node) + " = " + std::to_string(product));
+  } else if (asks_for_whole_nodes(s)) {
+    return true;  // the GPU count comes from the nodes (resolve_whole_nodes)
   } else if (s.gpus == 0) {
-    p.push_back("gpus: the job asks for no GPUs; set gpus, or nodes and gpus_per_node");
+    p.push_back("gpus: the job asks for no GPUs; set gpus, or nodes and gpus_per_node, or nodes and exclusive "
+                "(whole nodes)");
   } else if (s.nodes > s.gpus) {
     p.push_back(field_eq("nodes", s.nodes) + ": more nodes than gpus=" + std::to_string(s.gpus));
   } else if (s.gpus_per_node > 0 && s.gpus % s.gpus_per_node != 0) {
@@ -163,6 +166,10 @@ void check_identity_and_misc(const JobSpec& s, Problems& p) {
 }
 
 }  // namespace
+
+bool asks_for_whole_nodes(const JobSpec& s) {
+  return s.exclusive && s.nodes > 0 && s.gpus == 0 && s.gpus_per_node == 0 && s.mig.empty();
+}
 
 std::vector<std::string> spec_problems(const JobSpec& spec) {
   Problems p;

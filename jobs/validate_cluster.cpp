@@ -141,12 +141,31 @@ bool size_is_sane(const JobSpec& s) {
 
 }  // namespace
 
+Status resolve_whole_nodes(JobSpec& spec, const topology::Cluster& cluster) {
+  if (!asks_for_whole_nodes(spec)) return ok();
+  std::set<int> sizes;
+  for (const Node& n : cluster.nodes())
+    if (n.gpus > 0 && eligible(spec, cluster, n)) sizes.insert(n.gpus);
+  if (sizes.size() > 1) {
+    std::vector<std::string> listed;
+    for (int g : sizes) listed.push_back(std::to_string(g));
+    return invalid("nodes=" + std::to_string(spec.nodes) + " (whole nodes): the nodes" + pool_words(spec) +
+                   " have " + join(listed, " or ") +
+                   " GPUs; set gpus_per_node (or a gpu_type or features that pick one size)");
+  }
+  if (!sizes.empty()) spec.gpus_per_node = *sizes.begin();
+  return ok();
+}
+
 std::vector<std::string> cluster_problems(const JobSpec& spec, const topology::Cluster& cluster) {
   Problems p;
   bool type_ok = check_gpu_type(spec, cluster, p);
   bool features_ok = check_each_feature(spec, cluster, p);
   // Past here every check would only repeat "no such node".
   if (!type_ok || !features_ok || !check_feature_combination(spec, cluster, p)) return p;
+  if (asks_for_whole_nodes(spec))  // resolve_whole_nodes found no size
+    p.push_back("nodes=" + std::to_string(spec.nodes) + " (whole nodes): no node" + pool_words(spec) +
+                " has GPUs");
   if (size_is_sane(spec)) check_capacity(spec, pool_of(spec, cluster), p);
   check_cluster_mig(spec, cluster, p);
   return p;

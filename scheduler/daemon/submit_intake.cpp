@@ -116,6 +116,8 @@ Status SubmitIntake::prepare(jobs::JobSpec& spec, const Caller& who,
       return invalid("dependency " + d.text() + ": array " + std::to_string(d.job) + " (" +
                      target->array->text() + ") has no task " + std::to_string(d.task));
   }
+  // Whole nodes (an imported script without a GPU count) take the GPU count of the nodes they may use.
+  if (Status whole = jobs::resolve_whole_nodes(spec, table_.cluster()); !whole) return whole;
   return jobs::validate_against_cluster(spec, table_.cluster());
 }
 
