@@ -55,22 +55,37 @@ std::string pad(long v, size_t width) {
   return s;
 }
 
-// Expands one term such as "dgx[001-004,9]suffix" (at most one bracket group).
+// Characters of `text` outside brackets: the least a name made from it holds besides the bracket values.
+size_t literal_size(std::string_view text) {
+  size_t n = 0;
+  int depth = 0;
+  for (char c : text) {
+    if (c == '[') ++depth;
+    else if (c == ']') --depth;
+    else if (depth == 0) ++n;
+  }
+  return n;
+}
+
+// Expands one term such as "dgx[001-004,9]suffix" or "row[0,1]_rack[2-3]" into `out`. Several bracket
+// groups give their cross product in Slurm's order: the first group varies slowest (row0_rack2, row0_rack3,
+// row1_rack2, ...). Each value of a group makes at least one name, so the limit is checked before a group
+// is walked, and a name's length before any name with that prefix is made.
 Status expand_term(std::string_view term, std::string_view whole, size_t limit, std::vector<std::string>& out) {
   if (term.empty()) return invalid("empty name in host list \"" + std::string(whole) + "\"");
-  if (term.find('[') == std::string_view::npos && term.size() > kMaxHostNameLength)
-    return invalid("name " + quoted(term) + " in host list is longer than " +
-                   std::to_string(kMaxHostNameLength) + " characters");
   size_t open = term.find('[');
   if (open == std::string_view::npos) {
+    if (term.size() > kMaxHostNameLength)
+      return invalid("name " + quoted(term) + " in host list is longer than " +
+                     std::to_string(kMaxHostNameLength) + " characters");
+    if (out.size() + 1 > limit)
+      return invalid("host list \"" + std::string(whole).substr(0, 80) + "\" names more than " + std::to_string(limit) + " hosts");
     out.emplace_back(term);
     return ok();
   }
   size_t close = term.find(']', open);
-  if (term.find('[', open + 1) != std::string_view::npos)
-    return invalid("only one bracket group per name is supported in \"" + std::string(whole) + "\"");
   std::string_view prefix = term.substr(0, open);
-  std::string_view suffix = term.substr(close + 1);
+  std::string_view rest = term.substr(close + 1);
   std::string_view body = term.substr(open + 1, close - open - 1);
   if (body.empty()) return invalid("empty brackets in host list \"" + std::string(whole) + "\"");
   size_t start = 0;
@@ -86,12 +101,15 @@ Status expand_term(std::string_view term, std::string_view whole, size_t limit, 
     if (!hi) return hi.error();
     if (*hi < *lo) return invalid("reversed range \"" + std::string(range) + "\" in host list \"" + std::string(whole) + "\"");
     // Checked before expanding: a range repeats the text around it in every name.
-    if (prefix.size() + suffix.size() + std::max(lo_s.size(), hi_s.size()) > kMaxHostNameLength)
+    if (prefix.size() + literal_size(rest) + std::max(lo_s.size(), hi_s.size()) > kMaxHostNameLength)
       return invalid("names of " + quoted(term) + " in host list are longer than " +
                      std::to_string(kMaxHostNameLength) + " characters");
     if (out.size() + static_cast<size_t>(*hi - *lo + 1) > limit)
       return invalid("host list \"" + std::string(whole).substr(0, 80) + "\" names more than " + std::to_string(limit) + " hosts");
-    for (long v = *lo; v <= *hi; ++v) out.push_back(std::string(prefix) + pad(v, lo_s.size()) + std::string(suffix));
+    for (long v = *lo; v <= *hi; ++v) {
+      const std::string name = std::string(prefix) + pad(v, lo_s.size()) + std::string(rest);
+      if (auto s = expand_term(name, whole, limit, out); !s) return s;
+    }
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -109,6 +127,8 @@ std::pair<std::string_view, std::string_view> split_digits(std::string_view name
 
 Result<std::vector<std::string>> expand_hostlist(std::string_view expr, size_t limit) {
   std::vector<std::string> out;
+  if (expr.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return invalid("empty host list: name at least one host (\"dgx[01-04]\", \"n1,n2\")");
   auto parts = split_top_level(expr);
   if (!parts) return parts.error();
   for (auto term : *parts) {
@@ -119,50 +139,55 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view expr, size_t l
   return out;
 }
 
+// Whether two numbers can share a range: the same width ("009", "010"), or both unpadded ("9", "10"), which
+// a range of the narrower expands back to (padding is the lower bound's width).
+bool same_width(std::string_view a, std::string_view b) {
+  const auto unpadded = [](std::string_view d) { return d.size() == 1 || d.front() != '0'; };
+  return a.size() == b.size() || (unpadded(a) && unpadded(b));
+}
+
+// The end of the run of consecutive numbers starting at names[i] (prefix and digits of names[i] given).
+size_t run_end(const std::vector<std::string>& names, size_t i, std::string_view prefix, std::string_view digits) {
+  const long first = std::stol(std::string(digits));
+  size_t j = i + 1;
+  while (j < names.size()) {
+    auto [p2, d2] = split_digits(names[j]);
+    if (p2 != prefix || d2.empty() || d2.size() >= 18 || !same_width(digits, d2)) break;
+    if (std::stol(std::string(d2)) != first + static_cast<long>(j - i)) break;
+    ++j;
+  }
+  return j;
+}
+
 std::string compress_hostlist(const std::vector<std::string>& names) {
   std::string out;
   size_t i = 0;
   while (i < names.size()) {
     auto [prefix, digits] = split_digits(names[i]);
-    size_t j = i + 1;
-    long first = 0;
-    if (!digits.empty() && digits.size() < 18) {
-      first = std::stol(std::string(digits));
-      while (j < names.size()) {
-        auto [p2, d2] = split_digits(names[j]);
-        if (p2 != prefix || d2.size() != digits.size() || d2.size() >= 18) break;
-        if (std::stol(std::string(d2)) != first + static_cast<long>(j - i)) break;
-        ++j;
-      }
-    }
-    // Gather further runs with the same prefix and width into one bracket group.
-    std::string group;
-    const size_t width = digits.size();  // (clang 14 cannot capture structured bindings)
-    auto add_run = [&](long lo, long hi) {
-      if (!group.empty()) group += ',';
-      group += pad(lo, width);
-      if (hi > lo) group += "-" + pad(hi, width);
-    };
-    if (j - i == 1 && (digits.empty() || digits.size() >= 18 || j >= names.size() || split_digits(names[j]).first != prefix)) {
+    const bool numbered = !digits.empty() && digits.size() < 18;
+    size_t j = numbered ? run_end(names, i, prefix, digits) : i + 1;
+    if (j - i == 1 && (!numbered || j >= names.size() || split_digits(names[j]).first != prefix)) {
       if (!out.empty()) out += ',';
       out += names[i];
       i = j;
       continue;
     }
-    add_run(first, first + static_cast<long>(j - i) - 1);
+    // This run and the further runs with the same prefix and a compatible width share one bracket group;
+    // each run is written at its own lower bound's width.
+    std::string group;
+    const std::string first_digits(digits);  // (clang 14 cannot capture structured bindings)
+    auto add_run = [&](std::string_view lo_digits, size_t count) {
+      if (!group.empty()) group += ',';
+      group += lo_digits;
+      if (count > 1) group += "-" + pad(std::stol(std::string(lo_digits)) + static_cast<long>(count) - 1, lo_digits.size());
+    };
+    add_run(digits, j - i);
     i = j;
     while (i < names.size()) {
       auto [p2, d2] = split_digits(names[i]);
-      if (p2 != prefix || d2.size() != digits.size() || d2.empty() || d2.size() >= 18) break;
-      long lo = std::stol(std::string(d2));
-      size_t k = i + 1;
-      while (k < names.size()) {
-        auto [p3, d3] = split_digits(names[k]);
-        if (p3 != prefix || d3.size() != digits.size() || d3.size() >= 18) break;
-        if (std::stol(std::string(d3)) != lo + static_cast<long>(k - i)) break;
-        ++k;
-      }
-      add_run(lo, lo + static_cast<long>(k - i) - 1);
+      if (p2 != prefix || d2.empty() || d2.size() >= 18 || !same_width(first_digits, d2)) break;
+      const size_t k = run_end(names, i, p2, d2);
+      add_run(d2, k - i);
       i = k;
     }
     if (!out.empty()) out += ',';

@@ -215,10 +215,37 @@ NvsmiTopology summarize(const Matrix& m, const std::vector<std::string_view>& li
   return t;
 }
 
+// Output captured from a terminal (script(1), a CI log, a cloud console) holds the escapes nvidia-smi
+// colours and underlines its header with: ESC [ ... final byte (CSI, e.g. "\x1b[4m"), ESC ] ... BEL or
+// ESC \\ (OSC), ESC and one character. They are dropped, as a terminal shows none of them; so is a CR.
+std::string strip_terminal_escapes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\r') continue;
+    if (c != '\x1b') {
+      out.push_back(c);
+      continue;
+    }
+    if (i + 1 >= text.size()) break;
+    const char kind = text[++i];
+    if (kind == '[') {
+      while (i + 1 < text.size() && !(text[i + 1] >= 0x40 && text[i + 1] <= 0x7e)) ++i;
+      ++i;  // the final byte
+    } else if (kind == ']') {
+      while (i + 1 < text.size() && text[i + 1] != '\a' && !(text[i + 1] == '\x1b' && i + 2 < text.size() && text[i + 2] == '\\')) ++i;
+      i += i + 1 < text.size() && text[i + 1] == '\a' ? 1 : 2;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-Result<NvsmiTopology> parse_nvsmi_topo(std::string_view text) {
+Result<NvsmiTopology> parse_nvsmi_topo(std::string_view raw) {
   try {
+    const std::string text = strip_terminal_escapes(raw);
     auto lines = split_lines(text);
     Matrix m;
     auto header = read_header(lines, m);

@@ -137,6 +137,27 @@ TEST(Nvsmi, DgxH100IsOneNvSwitchDomainWithEightRails) {
   EXPECT_EQ(t->nics[1].nearest_gpus, (std::vector<int>{0, 1, 2, 3}));
 }
 
+// As a terminal capture holds it (script(1), cloud MLPerf logs): the header underlined and reset with
+// escapes, a colour around a cell, CRLF line ends, a window-title OSC before it all.
+TEST(Nvsmi, TerminalEscapesAroundTheHeaderAreIgnored) {
+  std::string text = kDgxH100;
+  const auto header_end = text.find('\n');
+  text = "\x1b]0;user@dgx: ~\a" + std::string("\t\x1b[4m") + text.substr(1, header_end - 1) + "\x1b[0m" +
+         text.substr(header_end);
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 2)) text.insert(at, "\r");
+  text.replace(text.find("NV18"), 4, "\x1b[1;32mNV18\x1b[m");
+  auto plain = parse_nvsmi_topo(kDgxH100);
+  auto t = parse_nvsmi_topo(text);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->gpu_count, plain->gpu_count);
+  EXPECT_EQ(t->links.size(), plain->links.size());
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b) EXPECT_EQ(t->link(a, b).nvlinks, plain->link(a, b).nvlinks) << a << "," << b;
+  ASSERT_EQ(t->nics.size(), plain->nics.size());
+  EXPECT_EQ(t->nics[3].device, "mlx5_3");
+  EXPECT_EQ(t->fabric, IntraFabric::kNvSwitch);
+}
+
 TEST(Nvsmi, DgxA100PairsShareTwoHcasBehindAPcieSwitch) {
   auto t = parse_nvsmi_topo(kDgxA100);
   ASSERT_TRUE(t) << t.error().message;
