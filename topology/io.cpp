@@ -57,7 +57,12 @@ Result<Cluster> load_cluster_file(const std::string& path, std::string_view defa
     text << in.rdbuf();
     if (in.bad()) return not_found(path + ": cannot read: " + std::strerror(errno));
   }
-  return parse_cluster(text.str(), path == "-" ? "<stdin>" : path, default_profile);
+  const std::string source = path == "-" ? "<stdin>" : path;
+  auto cluster = parse_cluster(text.str(), source, default_profile);
+  // As slurmctld logs them: the file is accepted, the operator told (on stderr, beside the program's output).
+  if (cluster && detect_format(text.str()) == FileFormat::kSlurm)
+    for (const auto& w : topology_conf_warnings(*cluster)) std::cerr << source << ": warning: " << w << "\n";
+  return cluster;
 }
 
 std::string format_cluster(const Cluster& cluster, FileFormat format) {

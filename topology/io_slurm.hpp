@@ -13,6 +13,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.hpp"
 #include "topology/cluster.hpp"
@@ -25,6 +26,9 @@ struct SlurmReadOptions {
 };
 
 Result<Cluster> read_topology_conf(std::string_view text, const SlurmReadOptions& options = {});
+// What Slurm's tree plugin warns of in a file it still accepts, for a cluster read from one: switches with
+// no common root (several trees: no job spans two of them), nodes under no switch. Empty when all is well.
+std::vector<std::string> topology_conf_warnings(const Cluster& cluster);
 std::string write_topology_conf(const Cluster& cluster);
 
 }  // namespace railyard::topology

@@ -35,6 +35,25 @@ SwitchName=core Switches=spine[0-1]
   EXPECT_EQ(c->node(c->find_node("login01")).leaf(), c->find_domain("s2"));
 }
 
+TEST(SlurmIo, TreesWithNoCommonRootAreAcceptedWithSlurmsWarning) {
+  // Two spines and no core: accepted, as Slurm accepts it, and said, as slurmctld says it.
+  auto split = read_topology_conf("SwitchName=s0 Nodes=a[1-2]\nSwitchName=s1 Nodes=b[1-2]\n"
+                                  "SwitchName=spine0 Switches=s0\nSwitchName=spine1 Switches=s1\n");
+  ASSERT_TRUE(split) << split.error().message;
+  const auto warnings = topology_conf_warnings(*split);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("no switch can reach all nodes through its descendants (2 trees, topped by spine0, spine1)"),
+            std::string::npos) << warnings[0];
+  // Disconnected leaves, no spine at all: the same.
+  auto leaves = read_topology_conf("SwitchName=s0 Nodes=a[1-2]\nSwitchName=s1 Nodes=b[1-2]\n");
+  ASSERT_TRUE(leaves) << leaves.error().message;
+  EXPECT_EQ(topology_conf_warnings(*leaves).size(), 1u);
+  // One tree: nothing to say.
+  auto whole = read_topology_conf("SwitchName=s0 Nodes=a[1-2]\nSwitchName=s1 Nodes=b[1-2]\nSwitchName=top Switches=s[0-1]\n");
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_TRUE(topology_conf_warnings(*whole).empty());
+}
+
 TEST(SlurmIo, GeneratedSuperpodRoundTripsToTheSameModel) {
   auto pod = generate_superpod("dgx-a100-superpod", 9);
   ASSERT_TRUE(pod);
