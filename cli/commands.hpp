@@ -22,6 +22,8 @@ void add_sim_commands(CLI::App& app);
 void add_node_commands(CLI::App& app);
 // railyard quota list|set|lift, fairshare (quota_cmds.cpp).
 void add_quota_commands(CLI::App& app);
+// railyard sbatch, squeue, scancel: Slurm's commands and options (slurm_sbatch.cpp, slurm_queue.cpp).
+void add_slurm_commands(CLI::App& app);
 // railyard up, down (up_cmd.cpp, local_cluster.cpp).
 void add_local_cluster_commands(CLI::App& app);
 // `railyard topo show --url URL`: the live cluster with occupancy (topo_live.cpp).

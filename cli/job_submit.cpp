@@ -1,15 +1,17 @@
 // `railyard submit`: a job file (JSON spec), a Slurm batch script (#SBATCH lines), or flags and a command.
+// Files are told by content (script_import.hpp). Size and time flags given with a script override its
+// directives as sbatch's command line does; the rest of the script still counts.
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
+#include <optional>
 
 #include "cli/cli_util.hpp"
 #include "cli/job_util.hpp"
-#include "jobs/sbatch.hpp"
+#include "cli/script_import.hpp"
 #include "jobs/spec_json.hpp"
+#include "jobs/time_limit.hpp"
 
 namespace railyard::cli {
 namespace {
@@ -51,38 +53,40 @@ int parse_mem_mb(const std::string& text) {
   return static_cast<int>(mb);
 }
 
-std::string read_file_or_fail(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(not_found("cannot read " + path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A file to submit as a whole: JSON (first byte '{') or a shell script.
-bool looks_like_job_file(const std::string& path) {
+// The file to submit as a whole, if the arguments are one existing file: JSON or a batch script by
+// content. Fails with the reason when it is neither and no size says "run it as a command".
+std::optional<FileKind> job_file(const SubmitOptions& o, bool sized) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return false;
-  const std::string ext = fs::path(path).extension().string();
-  return ext == ".json" || ext == ".sh" || ext == ".sbatch" || ext == ".slurm";
+  if (o.args.size() != 1 || !fs::is_regular_file(o.args[0], ec)) return std::nullopt;
+  const std::string text = read_file_or_fail(o.args[0]);
+  FileKind kind = classify_job_file(text, o.args[0]);
+  if (kind.kind == FileKind::Kind::kScript || (kind.kind == FileKind::Kind::kJson && !sized)) return kind;
+  if (sized) return std::nullopt;  // a program to run with that size
+  fail_usage(o.args[0] + ": not taken as a job file: " + kind.why_not +
+             " (a job file is JSON, or a script with a #! line and #SBATCH directives); to run it as a "
+             "command, give a size: railyard submit --gpus N -- " + o.args[0]);
 }
 
-Json spec_from_file(const std::string& path) {
+Json spec_from_json_file(const std::string& path) {
   const std::string text = read_file_or_fail(path);
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') {
-    auto spec = jobs::parse_job_spec_text(text);
-    if (!spec) fail(invalid(path + ": " + spec.error().message));
-    return Json::parse(text);  // the user's own fields, as written; the server applies the defaults
+  auto spec = jobs::parse_job_spec_text(text);
+  if (!spec) fail(invalid(path + ": " + spec.error().message));
+  return Json::parse(text);  // the user's own fields, as written; the server applies the defaults
+}
+
+// Size and time flags as sbatch options, so that they override the script's own as sbatch's would, and a
+// script without a GPU request sized from here is not also given whole nodes.
+std::vector<std::string> script_overrides(const SubmitOptions& o) {
+  std::vector<std::string> words;
+  if (o.gpus > 0) words.push_back("--gpus=" + std::to_string(o.gpus));
+  if (o.nodes > 0) words.push_back("--nodes=" + std::to_string(o.nodes));
+  if (o.gpus_per_node > 0) words.push_back("--gpus-per-node=" + std::to_string(o.gpus_per_node));
+  if (!o.time.empty()) {
+    auto t = jobs::parse_time_limit(o.time);
+    if (!t) fail_usage("--time " + o.time + ": " + t.error().message);
+    words.push_back("--time=" + jobs::format_time_limit(*t));
   }
-  auto imported = jobs::parse_sbatch_script(text);
-  if (!imported) fail(invalid(path + ": " + imported.error().message));
-  for (const auto& w : imported->warnings) std::cerr << "railyard: " << path << ": " << w << "\n";
-  if (imported->spec.name.empty()) imported->spec.name = fs::path(path).filename().string();
-  Json j = jobs::to_json(imported->spec);
-  j.erase("user");  // the token's user
-  if (j.value("workdir", "").empty()) j["workdir"] = fs::current_path().string();
-  return j;
+  return words;
 }
 
 // "accuracy=0.95", "eval_accuracy=0.72", "0.95" → {"metric": ..., "value": ...}.
@@ -105,11 +109,16 @@ Json build_spec(const SubmitOptions& o, const CLI::App& cmd) {
   const bool sized = cmd.count("--gpus") + cmd.count("--nodes") + cmd.count("--gpus-per-node") > 0;
   Json spec = Json::object();
   std::vector<std::string> command = o.args;
-  if (!sized && o.args.size() == 1 && looks_like_job_file(o.args[0])) {
-    spec = spec_from_file(o.args[0]);
+  if (auto file = job_file(o, sized)) {
+    const std::string& path = o.args[0];
+    spec = file->kind == FileKind::Kind::kJson
+               ? spec_from_json_file(path)
+               : script_job(path, fs::path(path).filename().string(), read_file_or_fail(path),
+                            script_overrides(o), {})
+                     .spec;
     command.clear();
   } else if (!sized) {
-    fail_usage("give a job file (JOB.json or SCRIPT.sh) or a size (--gpus N, or --nodes N --gpus-per-node K)");
+    fail_usage("give a job file (JOB.json or a batch script) or a size (--gpus N, or --nodes N --gpus-per-node K)");
   }
   if (o.gpus > 0) spec["gpus"] = o.gpus;
   if (o.nodes > 0) spec["nodes"] = o.nodes;
@@ -168,7 +177,9 @@ void run_submit(const SubmitOptions& o, const CLI::App& cmd) {
 void add_submit_command(CLI::App& app) {
   auto o = std::make_shared<SubmitOptions>();
   auto* cmd = app.add_subcommand("submit", "Submit a job: a JSON job file, a Slurm batch script, or a command");
-  cmd->add_option("job", o->args, "JOB.json or SCRIPT.sh, or (after --) the command and its arguments");
+  cmd->add_option("job", o->args,
+                  "JOB.json or a batch script (any name: a #! line and #SBATCH directives), or (after --) the "
+                  "command and its arguments");
   cmd->add_option("--gpus", o->gpus, "Total GPUs (the scheduler picks the node split)")->check(at_least(1));
   cmd->add_option("--nodes", o->nodes, "Exactly this many nodes (with --gpus-per-node)")->check(at_least(1));
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node")->check(at_least(1));
@@ -204,6 +215,7 @@ Examples:
   railyard submit --nodes 2 --gpus-per-node 8 --launcher mpi --time 2h -- ./allreduce -b 8 -e 1G
   railyard submit job.json              # a job spec (jobs/README.md)
   railyard submit train.sbatch          # a Slurm script: #SBATCH lines imported, warnings on stderr
+  railyard submit --nodes 96 --gpus-per-node 8 run.sub   # sizes override the script's; its --time stays
   railyard submit --gpus 1 --wait -- python eval.py && echo passed
   railyard submit --gpus 1 --array 0-99%8 -- ./sweep.sh   # 100 tasks, 8 at a time; one id for all
   railyard submit --gpus 8 --array 0-99 -d aftercorr:41 -- ./train.sh   # task i after task i of 41

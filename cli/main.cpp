@@ -17,6 +17,7 @@ constexpr void (*kCommandGroups[])(CLI::App&) = {
     railyard::cli::add_stream_commands,        railyard::cli::add_node_commands,
     railyard::cli::add_quota_commands,         railyard::cli::add_local_cluster_commands,
     railyard::cli::add_topo_commands,          railyard::cli::add_sim_commands,
+    railyard::cli::add_slurm_commands,
 };
 
 // Registers only the groups a call needs: those up to the one holding the command that the first argument
