@@ -7,7 +7,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/bootstrap.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)"
+# Only the programs the demo runs (tests and benchmarks are not needed here: `cmake --build --preset release`
+# builds everything); their output goes to a log, shown only when the build fails.
+mkdir -p build/release
+build_log=build/release/demo-build.log
+echo "== building railyard, the scheduler, the agent and the trainer (Release; log: $build_log)"
+if ! cmake --build --preset release -j "$(nproc)" --target railyard railyard-scheduler railyard-agent \
+    railyard-agent-exec railyard-train >"$build_log" 2>&1; then
+  tail -n 40 "$build_log"
+  echo "demo: the build failed; the whole log is $build_log" >&2
+  exit 1
+fi
 bash web/build.sh
 bin=build/release/cli
 export PATH="$PWD/$bin:$PWD/build/release/scheduler:$PWD/build/release/agent:$PWD/build/release/workloads:$PATH"
