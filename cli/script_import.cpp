@@ -27,12 +27,14 @@ FileKind classify_job_file(const std::string& text, const std::string& path) {
   if (why.empty()) return {FileKind::Kind::kScript, ""};
   // Names that only ever hold batch scripts keep being read as ones (their warnings say what is missing).
   const std::string ext = fs::path(path).extension().string();
-  if (ext == ".sh" || ext == ".sbatch" || ext == ".slurm" || ext == ".sub") return {FileKind::Kind::kScript, ""};
+  if (ext == ".sh" || ext == ".sbatch" || ext == ".slurm" || ext == ".sub")
+    return {FileKind::Kind::kScript, ""};
   return {FileKind::Kind::kNeither, std::move(why)};
 }
 
 ScriptJob script_job(const std::string& label, const std::string& name, const std::string& text,
-                     const std::vector<std::string>& command_line, const std::vector<std::string>& script_args) {
+                     const std::vector<std::string>& command_line,
+                     const std::vector<std::string>& script_args) {
   auto imported = jobs::parse_sbatch_script(text, command_line);
   if (!imported) fail(invalid(label + ": " + imported.error().message));
   if (!imported->effects.quiet)

@@ -28,7 +28,8 @@ struct ScriptJob {
 // defaults to `name` (the script file's), the working folder to the current one; `name` and `script_args`
 // become the script's $0 and $1... Fails the command (exit 2) on an error in the script or the options.
 ScriptJob script_job(const std::string& label, const std::string& name, const std::string& text,
-                     const std::vector<std::string>& command_line, const std::vector<std::string>& script_args);
+                     const std::vector<std::string>& command_line,
+                     const std::vector<std::string>& script_args);
 
 // The file's bytes; fails the command (exit 3) when it cannot be read.
 std::string read_file_or_fail(const std::string& path);

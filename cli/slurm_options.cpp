@@ -23,10 +23,17 @@ struct StateName {
   std::string_view railyard, slurm, code;
 };
 constexpr StateName kStates[] = {
-    {"PENDING", "PENDING", "PD"},      {"HELD", "PENDING", "PD"},       {"STARTING", "CONFIGURING", "CF"},
-    {"RUNNING", "RUNNING", "R"},       {"COMPLETED", "COMPLETED", "CD"}, {"FAILED", "FAILED", "F"},
-    {"CANCELLED", "CANCELLED", "CA"},  {"TIMEOUT", "TIMEOUT", "TO"},    {"NODE_FAIL", "NODE_FAIL", "NF"},
-    {"PREEMPTED", "PREEMPTED", "PR"},  {"OUT_OF_MEMORY", "OUT_OF_MEMORY", "OOM"},
+    {"PENDING", "PENDING", "PD"},
+    {"HELD", "PENDING", "PD"},
+    {"STARTING", "CONFIGURING", "CF"},
+    {"RUNNING", "RUNNING", "R"},
+    {"COMPLETED", "COMPLETED", "CD"},
+    {"FAILED", "FAILED", "F"},
+    {"CANCELLED", "CANCELLED", "CA"},
+    {"TIMEOUT", "TIMEOUT", "TO"},
+    {"NODE_FAIL", "NODE_FAIL", "NF"},
+    {"PREEMPTED", "PREEMPTED", "PR"},
+    {"OUT_OF_MEMORY", "OUT_OF_MEMORY", "OOM"},
 };
 // Slurm states Railyard never puts a job in: asking for them selects nothing, quietly for COMPLETING (a job
 // here ends at once), with a warning for the rest.
@@ -102,7 +109,8 @@ SlurmArgs parse_slurm_args(std::string_view command, const std::vector<std::stri
       value = args[++i];
     }
     if (!f || !f->ignored_because.empty()) {
-      std::cerr << "railyard: " << command << ": " << w << (value && eq == std::string::npos && f ? " " + *value : "")
+      std::cerr << "railyard: " << command << ": " << w
+                << (value && eq == std::string::npos && f ? " " + *value : "")
                 << " ignored: " << (f ? f->ignored_because : "not an option Railyard knows") << "\n";
       continue;
     }
@@ -149,16 +157,17 @@ std::vector<Json> select_jobs(std::string_view command, Api& api, const SlurmArg
     else
       std::cerr << "railyard: " << command << ": job " << id << ": not found\n";
   if (ids.empty()) {
-    const std::vector<std::string> states = a.has("states") ? railyard_states(command, a.list("states"))
-                                                            : std::vector<std::string>{"PENDING", "HELD",
-                                                                                       "STARTING", "RUNNING"};
+    const std::vector<std::string> states =
+        a.has("states") ? railyard_states(command, a.list("states"))
+                        : std::vector<std::string>{"PENDING", "HELD", "STARTING", "RUNNING"};
     const std::string user_q = users.size() == 1 ? "&user=" + url_encode(users[0]) : "";
     for (const auto& s : states) {
       auto part = list_jobs(api, "state=" + s + user_q);
       jobs.insert(jobs.end(), part.begin(), part.end());
     }
   }
-  const auto names = a.list("name"), parts = a.list("partition"), accounts = a.list("account"), qos = a.list("qos");
+  const auto names = a.list("name"), parts = a.list("partition"), accounts = a.list("account"),
+             qos = a.list("qos");
   std::erase_if(jobs, [&](const Json& j) {
     const Json& spec = j.contains("spec") && j["spec"].is_object() ? j["spec"] : Json::object();
     const auto features = spec.value("features", std::vector<std::string>{});

@@ -25,8 +25,8 @@ std::string slurm_duration(int64_t s) {
   char buf[64];
   const int64_t d = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
   if (d > 0)
-    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d), static_cast<long long>(h),
-                  static_cast<long long>(m), static_cast<long long>(sec));
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d),
+                  static_cast<long long>(h), static_cast<long long>(m), static_cast<long long>(sec));
   else if (h > 0)
     std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(h), static_cast<long long>(m),
                   static_cast<long long>(sec));
@@ -73,7 +73,8 @@ std::string time_limit(const Json& j) {
 
 std::string node_count(const Json& j) {
   const size_t placed = j.contains("nodes") && j["nodes"].is_array() ? j["nodes"].size() : 0;
-  return std::to_string(placed > 0 ? static_cast<int64_t>(placed) : std::max(spec_of(j).value("nodes", 1), 1));
+  return std::to_string(placed > 0 ? static_cast<int64_t>(placed)
+                                   : std::max(spec_of(j).value("nodes", 1), 1));
 }
 
 // One % field of a job; nullopt for a letter this squeue does not know.
@@ -83,74 +84,131 @@ std::optional<std::string> field(char c, const Json& j) {
   const std::string id = std::to_string(j.value("id", 0L));
   const std::string state = j.value("state", "");
   switch (c) {
-    case 'i': return task ? std::to_string(j["array_job"].get<long>()) + "_" + std::to_string(j["array_task"].get<long>()) : id;
-    case 'A': return id;
-    case 'F': return task ? std::to_string(j["array_job"].get<long>()) : id;
-    case 'K': return task ? std::to_string(j["array_task"].get<long>()) : "N/A";
-    case 'j': return j.value("name", "");
-    case 'u': return j.value("user", "");
-    case 'a': return j.value("project", "");
-    case 't': return slurm_state_code(state);
-    case 'T': return slurm_state(state);
-    case 'M': return slurm_duration(elapsed(j));
-    case 'l': return time_limit(j);
+    case 'i':
+      return task ? std::to_string(j["array_job"].get<long>()) + "_" +
+                        std::to_string(j["array_task"].get<long>())
+                  : id;
+    case 'A':
+      return id;
+    case 'F':
+      return task ? std::to_string(j["array_job"].get<long>()) : id;
+    case 'K':
+      return task ? std::to_string(j["array_task"].get<long>()) : "N/A";
+    case 'j':
+      return j.value("name", "");
+    case 'u':
+      return j.value("user", "");
+    case 'a':
+      return j.value("project", "");
+    case 't':
+      return slurm_state_code(state);
+    case 'T':
+      return slurm_state(state);
+    case 'M':
+      return slurm_duration(elapsed(j));
+    case 'l':
+      return time_limit(j);
     case 'L': {
       const int64_t limit = spec.value("time_limit", int64_t{0});
       return limit > 0 ? slurm_duration(limit - elapsed(j)) : "UNLIMITED";
     }
-    case 'D': return node_count(j);
-    case 'R': return state == "PENDING" || state == "HELD" ? "(" + reason(j) + ")" : node_list(j);
-    case 'r': return reason(j);
-    case 'N': return node_list(j);
+    case 'D':
+      return node_count(j);
+    case 'R':
+      return state == "PENDING" || state == "HELD" ? "(" + reason(j) + ")" : node_list(j);
+    case 'r':
+      return reason(j);
+    case 'N':
+      return node_list(j);
     case 'P': {
       const auto features = spec.value("features", std::vector<std::string>{});
       return features.empty() ? "gpu" : features.front();
     }
-    case 'C': return std::to_string(j.value("gpus", 0));  // GPUs: Railyard schedules GPUs, not CPUs
-    case 'b': return "gpu:" + std::to_string(spec.value("gpus_per_node", 0) > 0 ? spec.value("gpus_per_node", 0) : j.value("gpus", 0));
-    case 'q': return spec.value("qos", "normal");
-    case 'p': case 'Q': return std::to_string(spec.value("priority", 0));
-    case 'V': return slurm_time(j["submit_time"]);
-    case 'S': return slurm_time(j["start_time"].is_number() ? j["start_time"] : j["estimated_start"]);
-    case 'e': return slurm_time(j["end_time"]);
-    case 'Z': return spec.value("workdir", "");
+    case 'C':
+      return std::to_string(j.value("gpus", 0));  // GPUs: Railyard schedules GPUs, not CPUs
+    case 'b':
+      return "gpu:" + std::to_string(spec.value("gpus_per_node", 0) > 0 ? spec.value("gpus_per_node", 0)
+                                                                        : j.value("gpus", 0));
+    case 'q':
+      return spec.value("qos", "normal");
+    case 'p':
+    case 'Q':
+      return std::to_string(spec.value("priority", 0));
+    case 'V':
+      return slurm_time(j["submit_time"]);
+    case 'S':
+      return slurm_time(j["start_time"].is_number() ? j["start_time"] : j["estimated_start"]);
+    case 'e':
+      return slurm_time(j["end_time"]);
+    case 'Z':
+      return spec.value("workdir", "");
     case 'o': {
       std::string out;
-      for (const auto& w : spec.value("command", std::vector<std::string>{})) out += (out.empty() ? "" : " ") + w;
+      for (const auto& w : spec.value("command", std::vector<std::string>{}))
+        out += (out.empty() ? "" : " ") + w;
       return out;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
 std::string header(char c) {
   switch (c) {
-    case 'i': case 'A': return "JOBID";
-    case 'F': return "ARRAY_JOB_ID";
-    case 'K': return "ARRAY_TASK_ID";
-    case 'j': return "NAME";
-    case 'u': return "USER";
-    case 'a': return "ACCOUNT";
-    case 't': return "ST";
-    case 'T': return "STATE";
-    case 'M': return "TIME";
-    case 'l': return "TIME_LIMIT";
-    case 'L': return "TIME_LEFT";
-    case 'D': return "NODES";
-    case 'R': return "NODELIST(REASON)";
-    case 'r': return "REASON";
-    case 'N': return "NODELIST";
-    case 'P': return "PARTITION";
-    case 'C': return "CPUS";
-    case 'b': return "TRES_PER_NODE";
-    case 'q': return "QOS";
-    case 'p': case 'Q': return "PRIORITY";
-    case 'V': return "SUBMIT_TIME";
-    case 'S': return "START_TIME";
-    case 'e': return "END_TIME";
-    case 'Z': return "WORK_DIR";
-    case 'o': return "COMMAND";
-    default: return std::string(1, c);
+    case 'i':
+    case 'A':
+      return "JOBID";
+    case 'F':
+      return "ARRAY_JOB_ID";
+    case 'K':
+      return "ARRAY_TASK_ID";
+    case 'j':
+      return "NAME";
+    case 'u':
+      return "USER";
+    case 'a':
+      return "ACCOUNT";
+    case 't':
+      return "ST";
+    case 'T':
+      return "STATE";
+    case 'M':
+      return "TIME";
+    case 'l':
+      return "TIME_LIMIT";
+    case 'L':
+      return "TIME_LEFT";
+    case 'D':
+      return "NODES";
+    case 'R':
+      return "NODELIST(REASON)";
+    case 'r':
+      return "REASON";
+    case 'N':
+      return "NODELIST";
+    case 'P':
+      return "PARTITION";
+    case 'C':
+      return "CPUS";
+    case 'b':
+      return "TRES_PER_NODE";
+    case 'q':
+      return "QOS";
+    case 'p':
+    case 'Q':
+      return "PRIORITY";
+    case 'V':
+      return "SUBMIT_TIME";
+    case 'S':
+      return "START_TIME";
+    case 'e':
+      return "END_TIME";
+    case 'Z':
+      return "WORK_DIR";
+    case 'o':
+      return "COMMAND";
+    default:
+      return std::string(1, c);
   }
 }
 
@@ -167,7 +225,8 @@ std::string render(std::string_view format, Value&& value) {
     const bool right = format[++i] == '.';
     if (right) ++i;
     size_t width = 0;
-    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) width = width * 10 + (format[i++] - '0');
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])))
+      width = width * 10 + (format[i++] - '0');
     if (i >= format.size()) break;
     std::string text = value(format[i]);
     if (width > 0 && text.size() > width) text.resize(width);
@@ -179,11 +238,21 @@ std::string render(std::string_view format, Value&& value) {
 }
 
 constexpr SlurmFlag kSqueueFlags[] = {
-    {"user", 'u', true, ""},         {"jobs", 'j', true, ""},         {"states", 't', true, ""},
-    {"me", 0, false, ""},            {"format", 'o', true, ""},       {"noheader", 'h', false, ""},
-    {"long", 'l', false, ""},        {"name", 'n', true, ""},         {"partition", 'p', true, ""},
-    {"account", 'A', true, ""},      {"qos", 'q', true, ""},          {"array", 'r', false, ""},
-    {"all", 'a', false, ""},         {"verbose", 'v', false, ""},     {"noconvert", 0, false, ""},
+    {"user", 'u', true, ""},
+    {"jobs", 'j', true, ""},
+    {"states", 't', true, ""},
+    {"me", 0, false, ""},
+    {"format", 'o', true, ""},
+    {"noheader", 'h', false, ""},
+    {"long", 'l', false, ""},
+    {"name", 'n', true, ""},
+    {"partition", 'p', true, ""},
+    {"account", 'A', true, ""},
+    {"qos", 'q', true, ""},
+    {"array", 'r', false, ""},
+    {"all", 'a', false, ""},
+    {"verbose", 'v', false, ""},
+    {"noconvert", 0, false, ""},
     {"Format", 'O', true, "use -o with % fields"},
     {"sort", 'S', true, "jobs are listed by id"},
     {"iterate", 'i', true, "run it under `watch`, or use railyard watch"},
@@ -218,10 +287,18 @@ void run_squeue(const std::vector<std::string>& args) {
 }
 
 constexpr SlurmFlag kScancelFlags[] = {
-    {"user", 'u', true, ""},      {"jobs", 'j', true, ""},   {"state", 't', true, ""},
-    {"me", 0, false, ""},         {"name", 'n', true, ""},   {"partition", 'p', true, ""},
-    {"account", 'A', true, ""},   {"qos", 'q', true, ""},    {"quiet", 'Q', false, ""},
-    {"verbose", 'v', false, ""},  {"batch", 'b', false, ""}, {"full", 'f', false, ""},
+    {"user", 'u', true, ""},
+    {"jobs", 'j', true, ""},
+    {"state", 't', true, ""},
+    {"me", 0, false, ""},
+    {"name", 'n', true, ""},
+    {"partition", 'p', true, ""},
+    {"account", 'A', true, ""},
+    {"qos", 'q', true, ""},
+    {"quiet", 'Q', false, ""},
+    {"verbose", 'v', false, ""},
+    {"batch", 'b', false, ""},
+    {"full", 'f', false, ""},
     {"signal", 's', true, "Railyard cancels (SIGTERM, then SIGKILL); it sends no other signal"},
     {"interactive", 'i', false, "no confirmation is asked"},
     {"nodelist", 'w', true, "not a filter here"},
@@ -235,9 +312,10 @@ void run_scancel(const std::vector<std::string>& args) {
   if (a.has("state")) a.values["states"] = a.values["state"];
   std::vector<std::string> ids = a.list("jobs");
   ids.insert(ids.end(), a.positional.begin(), a.positional.end());
-  const bool filtered = a.has("user") || a.has("me") || a.has("name") || a.has("states") || a.has("partition") ||
-                        a.has("account") || a.has("qos");
-  if (ids.empty() && !filtered) fail_usage("scancel: no job identification given (a job id, -u, -n, -t, ...)");
+  const bool filtered = a.has("user") || a.has("me") || a.has("name") || a.has("states") ||
+                        a.has("partition") || a.has("account") || a.has("qos");
+  if (ids.empty() && !filtered)
+    fail_usage("scancel: no job identification given (a job id, -u, -n, -t, ...)");
   Api api(ServerOptions{});
   api.require_token();
   int worst = kExitOk;
@@ -259,7 +337,8 @@ void run_scancel(const std::vector<std::string>& args) {
   if (worst != kExitOk) throw CLI::RuntimeError(worst);
 }
 
-CLI::App* passthrough(CLI::App& app, const std::string& name, const std::string& help, const std::string& footer) {
+CLI::App* passthrough(CLI::App& app, const std::string& name, const std::string& help,
+                      const std::string& footer) {
   auto* cmd = app.add_subcommand(name, help);
   cmd->prefix_command();
   cmd->allow_extras();
@@ -271,8 +350,9 @@ CLI::App* passthrough(CLI::App& app, const std::string& name, const std::string&
 }  // namespace
 
 void add_squeue_scancel_commands(CLI::App& app) {
-  auto* squeue = passthrough(app, "squeue", "List jobs as Slurm's squeue does (-u, -j, -t, --me, -o %fields)",
-                             R"(Usage: railyard squeue [-u USERS] [-j JOBS] [-t STATES] [--me] [-n NAMES] [-p PARTITIONS]
+  auto* squeue =
+      passthrough(app, "squeue", "List jobs as Slurm's squeue does (-u, -j, -t, --me, -o %fields)",
+                  R"(Usage: railyard squeue [-u USERS] [-j JOBS] [-t STATES] [--me] [-n NAMES] [-p PARTITIONS]
                       [-A ACCOUNTS] [-q QOS] [-o FORMAT] [-l] [-h]
 
 Default: pending and running jobs of every user, as "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R".
@@ -288,8 +368,9 @@ Examples:
 
 Exit codes: 0 ok, 1 scheduler unreachable, 2 bad options.)");
   squeue->callback([squeue] { run_squeue(squeue->remaining()); });
-  auto* scancel = passthrough(app, "scancel", "Cancel jobs as Slurm's scancel does (ids, -u, -n, -t, --me)",
-                              R"(Usage: railyard scancel [JOB_ID[_TASK]...] [-u USER] [-n NAME] [-t STATE] [--me] [-p PARTITION]
+  auto* scancel = passthrough(
+      app, "scancel", "Cancel jobs as Slurm's scancel does (ids, -u, -n, -t, --me)",
+      R"(Usage: railyard scancel [JOB_ID[_TASK]...] [-u USER] [-n NAME] [-t STATE] [--me] [-p PARTITION]
 
 With ids, those jobs; with filters only, every active job they select (as scancel -u ada). Silent on success,
 as scancel is (-v: one line per job on stderr).

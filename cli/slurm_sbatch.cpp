@@ -33,7 +33,8 @@ Script read_script(const jobs::SbatchInvocation& inv) {
   Script s{path, fs::path(path).filename().string(), read_file_or_fail(path)};
   // sbatch itself refuses a script without an interpreter line; the directives may be on the command line.
   if (!s.text.starts_with("#!"))
-    fail_usage("sbatch: " + path + ": not a batch script: its first line must be \"#!\" and an interpreter, "
+    fail_usage("sbatch: " + path +
+               ": not a batch script: its first line must be \"#!\" and an interpreter, "
                "e.g. #!/bin/bash");
   return s;
 }
@@ -67,7 +68,8 @@ void run_sbatch(const std::vector<std::string>& args) {
   // The API takes no held submit: the hold follows at once, and loses to a job that started first.
   if (job.effects.hold)
     if (auto held = api.call("POST", "/jobs/" + std::to_string(id) + "/hold"); !held)
-      std::cerr << "railyard: sbatch: --hold: job " << id << " was not held: " << held.error().message << std::endl;
+      std::cerr << "railyard: sbatch: --hold: job " << id << " was not held: " << held.error().message
+                << std::endl;
   if (job.effects.parsable)
     std::cout << id << std::endl;
   else

@@ -44,7 +44,8 @@ Result<SbatchInvocation> split_sbatch_args(std::span<const std::string> args) {
   }
   if (i < args.size() && args[i] == "--") ++i;  // the end of the options, as getopt reads it
   if (i < args.size() && args[i] == ":")
-    return invalid("\":\": heterogeneous jobs (several components) are not supported; submit each on its own");
+    return invalid(
+        "\":\": heterogeneous jobs (several components) are not supported; submit each on its own");
   if (inv.wrap && i < args.size())
     return invalid("--wrap and a script " + in_quotes(args[i]) + ": give one or the other");
   if (i < args.size()) inv.script = args[i++];

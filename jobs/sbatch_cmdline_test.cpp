@@ -12,7 +12,8 @@
 namespace railyard::jobs {
 namespace {
 
-// The shape of an MLPerf run.sub: no GPU request, no node count; `sbatch -N 96 --ntasks-per-node=8` gives them.
+// The shape of an MLPerf run.sub: no GPU request, no node count; `sbatch -N 96 --ntasks-per-node=8` gives
+// them.
 constexpr std::string_view kRunSub = R"SUB(#!/bin/bash
 #SBATCH --job-name mlperf-resnet:resnet
 #SBATCH -t 00:30:00
@@ -58,7 +59,8 @@ TEST(SbatchWholeNodes, AScriptWithoutAGpuRequestTakesWholeNodes) {
   ASSERT_TRUE(bare) << bare.error().message;
   EXPECT_EQ(bare->spec.nodes, 1);
   EXPECT_TRUE(bare->spec.exclusive);
-  EXPECT_TRUE(warned(*bare, "the job takes 1 whole node, all their GPUs, as --exclusive")) << warnings_of(*bare);
+  EXPECT_TRUE(warned(*bare, "the job takes 1 whole node, all their GPUs, as --exclusive"))
+      << warnings_of(*bare);
 }
 
 TEST(SbatchWholeNodes, TheSchedulerFillsInTheNodesGpuCount) {
@@ -85,8 +87,9 @@ TEST(SbatchWholeNodes, TheSchedulerFillsInTheNodesGpuCount) {
   any.exclusive = true;
   auto refused = resolve_whole_nodes(any, *mixed);
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find("nodes=1 (whole nodes): the nodes have 4 or 8 GPUs; set gpus_per_node"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.error().message.find("nodes=1 (whole nodes): the nodes have 4 or 8 GPUs; set gpus_per_node"),
+      std::string::npos)
       << refused.error().message;
   any.gpu_type = "H100";  // one size among the nodes it may use
   ASSERT_TRUE(resolve_whole_nodes(any, *mixed));
@@ -136,8 +139,8 @@ TEST(SbatchPrecedence, TheCommandLineOverridesTheScriptAndTheRestStillCounts) {
 }
 
 TEST(SbatchCommandLine, SplitsOptionsScriptAndArguments) {
-  const std::vector<std::string> args = {"-N", "2", "--ntasks-per-node=8", "-t5", "--wait",
-                                         "run.sub", "--epochs", "3"};
+  const std::vector<std::string> args = {"-N",       "2", "--ntasks-per-node=8", "-t5", "--wait", "run.sub",
+                                         "--epochs", "3"};
   auto inv = split_sbatch_args(args);
   ASSERT_TRUE(inv) << inv.error().message;
   EXPECT_EQ(inv->options, (std::vector<std::string>{"-N", "2", "--ntasks-per-node=8", "-t5", "--wait"}));

@@ -13,16 +13,19 @@ namespace {
 
 // run.sub as MLPerf writes it: the size comes from the command line, the whole node from --exclusive.
 constexpr const char* kRunSub =
-    "#!/bin/bash\n#SBATCH --job-name mlperf-resnet\n#SBATCH -t 00:07:00\n#SBATCH --exclusive\n#SBATCH --mem=0\n\n"
+    "#!/bin/bash\n#SBATCH --job-name mlperf-resnet\n#SBATCH -t 00:07:00\n#SBATCH --exclusive\n#SBATCH "
+    "--mem=0\n\n"
     "echo \"args: $0 $*\"\n";
 
 class CliSbatch : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto agent = std::filesystem::path(RAILYARD_BIN).parent_path().parent_path() / "agent" / "railyard-agent";
+    const auto agent =
+        std::filesystem::path(RAILYARD_BIN).parent_path().parent_path() / "agent" / "railyard-agent";
     if (!std::filesystem::exists(agent)) GTEST_SKIP() << "railyard-agent is not built";
     env_ = {{"HOME", tmp_.file("home")}};
-    auto up = run({"up", "--nodes", "4", "--port", "0", "--state-dir", tmp_.file("state"), "--timeout", "60"});
+    auto up =
+        run({"up", "--nodes", "4", "--port", "0", "--state-dir", tmp_.file("state"), "--timeout", "60"});
     ASSERT_EQ(up.code, 0) << up.err;
     write_text(tmp_.file("run.sub"), kRunSub);
   }
@@ -77,7 +80,8 @@ TEST_F(CliSbatch, SubmitWithSizesKeepsTheScriptsOtherDirectives) {
   EXPECT_EQ(j["gpus"], 4);
   EXPECT_EQ(j["spec"]["time_limit"], 7 * 60);
   EXPECT_EQ(j["spec"]["exclusive"], true) << "the script's --exclusive";
-  EXPECT_EQ(r.err.find("no GPU request"), std::string::npos) << "the size came from the command line: " << r.err;
+  EXPECT_EQ(r.err.find("no GPU request"), std::string::npos)
+      << "the size came from the command line: " << r.err;
   // A file that is no job file is refused with the reason, not run as a command.
   write_text(tmp_.file("notes.txt"), "echo hi\n");
   auto plain = run({"submit", tmp_.file("notes.txt")});
