@@ -186,21 +186,17 @@ TEST(SqliteStore, RunsSurviveTheirTablesRebuild) {
   testing::TempDir dir;
   const std::string file = dir.file("r7.db");
   {
-    auto v7 = SqliteStateStore::open(file, 7);
-    ASSERT_TRUE(v7);
-    store::WriteBatch b;
-    b.inserts = {make_job(1, 8)};
-    for (int attempt : {1, 2}) {
-      store::RunRecord run;
-      run.job = 1;
-      run.attempt = attempt;
-      run.nodes = {"dgx000" + std::to_string(attempt)};
-      run.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
-      run.start = 100 * attempt;
-      if (attempt == 1) run.end = 150, run.outcome = "REQUEUED";
-      b.runs.push_back(run);
-    }
-    ASSERT_TRUE((*v7)->commit(b));
+    ASSERT_TRUE(SqliteStateStore::open(file, 7));
+    // Rows as version 7 wrote them (today's store prepares statements for columns version 7 lacks).
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "INSERT INTO runs(job, attempt, nodes, gpus, gpu_count, start_time, end_time, outcome) "
+                           "VALUES (1, 1, '[\"dgx0001\"]', '[0,1,2,3,4,5,6,7]', 8, 100, 150, 'REQUEUED'), "
+                           "(1, 2, '[\"dgx0002\"]', '[0,1,2,3,4,5,6,7]', 8, 200, NULL, '')",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
   }
   auto latest = SqliteStateStore::open(file);
   ASSERT_TRUE(latest);

@@ -349,12 +349,15 @@ TEST(AgentSession, EnvJobRunsReportsMetricsAndFinishesReliably) {
     for (const auto& e : m["events"]) events.push_back(e);
     malformed = std::max(malformed, m["malformed"].get<int>());
   }
-  ASSERT_EQ(events.size(), 3u) << events.dump();
+  // The broken line is counted and said (an "mllog" note naming its line), in the order it was read.
+  ASSERT_EQ(events.size(), 4u) << events.dump();
   EXPECT_EQ(events[0]["key"], "run_start");
   EXPECT_EQ(events[0]["t"], 1.0);
-  EXPECT_EQ(events[1]["key"], "run_stop");
-  EXPECT_EQ(events[2]["key"], "time_to_train");
-  EXPECT_EQ(events[2]["value"], 2.5);
+  EXPECT_EQ(events[1]["key"], "mllog");
+  EXPECT_NE(events[1].value("what", "").find("line 2"), std::string::npos) << events[1].dump();
+  EXPECT_EQ(events[2]["key"], "run_stop");
+  EXPECT_EQ(events[3]["key"], "time_to_train");
+  EXPECT_EQ(events[3]["value"], 2.5);
   EXPECT_EQ(malformed, 1);
 
   // Kept until acknowledged, and across a restart of the agent.
