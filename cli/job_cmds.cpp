@@ -67,13 +67,21 @@ std::string name_cell(const Json& job) {
   return name;
 }
 
+// A waiting job's reason, with when its reservation starts it ("starts in ~4 min, 00:19").
+std::string reason_text(const Json& job) {
+  std::string reason = job.contains("reason") && job["reason"].is_string() ? job["reason"].get<std::string>() : "";
+  if (job.value("state", "") == "PENDING" && job.contains("estimated_start") && job["estimated_start"].is_number())
+    reason += (reason.empty() ? "" : "; ") +
+              format_starts_in(job["estimated_start"].get<int64_t>(), static_cast<int64_t>(std::time(nullptr)));
+  return reason;
+}
+
 std::string where_cell(const Json& job) {
-  const bool has_reason = job.contains("reason") && job["reason"].is_string();
-  if (auto a = array_progress(job); !a.empty())
-    return "(" + a + (has_reason ? "; " + job["reason"].get<std::string>() : "") + ")";
+  const std::string reason = reason_text(job);
+  if (auto a = array_progress(job); !a.empty()) return "(" + a + (reason.empty() ? "" : "; " + reason) + ")";
   if (job.contains("nodes") && job["nodes"].is_array() && !job["nodes"].empty())
     return compress_hostlist(job["nodes"].get<std::vector<std::string>>());
-  return has_reason ? "(" + job["reason"].get<std::string>() + ")" : "";
+  return reason.empty() ? "" : "(" + reason + ")";
 }
 
 std::string age_cell(const Json& job) {
@@ -215,7 +223,7 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
   row("submitted", format_time(job["submit_time"]));
   row("started", format_time(job["start_time"]));
   row("ended", format_time(job["end_time"]));
-  if (job.contains("reason") && job["reason"].is_string()) row("reason", job["reason"].get<std::string>());
+  if (const std::string reason = reason_text(job); !reason.empty()) row("reason", reason);
   if (job.contains("held_by") && job["held_by"].is_string())
     row("held by", job["held_by"].get<std::string>() +
                        (job.value("held_by_admin", false) ? " (an admin: only an admin may release it)" : ""));

@@ -117,6 +117,22 @@ std::string format_time(const nlohmann::json& t) {
   return buf;
 }
 
+std::string format_starts_in(int64_t start, int64_t now) {
+  const int64_t d = start - now;
+  if (d <= 0) return "starts any moment";
+  if (d < 60) return "starts in <1 min";
+  char in[32];
+  if (d < 90 * 60) std::snprintf(in, sizeof in, "~%lld min", static_cast<long long>((d + 30) / 60));
+  else if (d < 48 * 3600) std::snprintf(in, sizeof in, "~%lld h", static_cast<long long>((d + 1800) / 3600));
+  else std::snprintf(in, sizeof in, "~%lld days", static_cast<long long>((d + 43200) / 86400));
+  const std::time_t secs = static_cast<std::time_t>(start);
+  std::tm tm{};
+  ::localtime_r(&secs, &tm);
+  char at[32];
+  std::strftime(at, sizeof at, d < 24 * 3600 ? "%H:%M" : "%a %d %b %H:%M", &tm);
+  return std::string("starts in ") + in + ", " + at;
+}
+
 std::string format_duration(double seconds) {
   if (seconds < 0) seconds = 0;
   const long s = static_cast<long>(seconds + 0.5);

@@ -2,6 +2,8 @@
 // times/durations the way people read them. Machine output is --json (the API's JSON, re-printed).
 #pragma once
 
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -35,6 +37,9 @@ class Table {
 
 // "2026-12-02 20:31:07" (local time) of a unix time; "-" for null.
 std::string format_time(const nlohmann::json& unix_seconds);
+// When a reserved start at unix time `start` is, seen at `now`, as people read it: "starts in ~4 min, 00:19"
+// (local time; a weekday and date when it is not within a day), "starts in <1 min", "starts any moment".
+std::string format_starts_in(int64_t start, int64_t now);
 // "45s", "12m03s", "3h05m", "2d04h".
 std::string format_duration(double seconds);
 // A JSON value as a table cell: strings bare, null as "-", numbers as they print.

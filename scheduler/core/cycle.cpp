@@ -530,8 +530,8 @@ class Pass {
       if (found) {
         ++reservations_;
         plan_.pending.back().estimated_start = found->start_time;
-        if (s_.config.explain && reason == PendingReason::kResources)
-          plan_.pending.back().message += "; reserved to start at t=" + std::to_string(found->start_time);
+        // When: the job's estimated_start, which the CLI and the dashboard say as people read a time.
+        if (s_.config.explain && reason == PendingReason::kResources) plan_.pending.back().message += "; reserved";
         hold(job.id, req, std::move(*found));
       }
     }

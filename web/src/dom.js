@@ -48,6 +48,27 @@ export function fmtTime(t) {
 
 export const now = () => Date.now() / 1000;
 
+// When a reserved start is, as people read it: "starts in ~4 min, 00:19" (local time; with the day when it
+// is not within one), "starts in <1 min", "starts any moment".
+export function startsIn(t, at = now()) {
+  const d = t - at;
+  if (!(d > 0)) return 'starts any moment';
+  if (d < 60) return 'starts in <1 min';
+  const inText = d < 5400 ? `~${Math.round(d / 60)} min` : d < 172800 ? `~${Math.round(d / 3600)} h`
+    : `~${Math.round(d / 86400)} days`;
+  const date = new Date(t * 1000);
+  const clock = `${String(date.getHours()).padStart(2, '0')}:${String(date.getMinutes()).padStart(2, '0')}`;
+  const day = d < 86400 ? '' : date.toLocaleDateString(undefined, {weekday: 'short', day: 'numeric', month: 'short'}) + ' ';
+  return `starts in ${inText}, ${day}${clock}`;
+}
+
+// A job's reason, with when its reservation starts it while it waits.
+export function reasonText(job) {
+  const reason = job.reason || '';
+  if (job.state !== 'PENDING' || !job.estimated_start) return reason;
+  return (reason ? reason + '; ' : '') + startsIn(job.estimated_start);
+}
+
 // A stable colour per job id, spread around the hue circle.
 export function jobColor(id) {
   const hue = (Number(id) * 137.508) % 360;

@@ -5,7 +5,7 @@
 // jobs are appended while the newest page is shown.
 
 import {get, query} from '../api.js';
-import {arrayProgress, coalesce, fmtDuration, h, now, stateClass} from '../dom.js';
+import {arrayProgress, coalesce, fmtDuration, h, now, reasonText, stateClass} from '../dom.js';
 import * as live from '../live.js';
 
 const kStates = ['', 'PENDING', 'HELD', 'STARTING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT',
@@ -26,7 +26,7 @@ const kColumns = [
   {key: 'run', label: 'Run time', num: true, value: runtime, show: (j) => fmtDuration(runtime(j))},
   {key: 'ttt', label: 'Time-to-train', num: true, value: (j) => j.time_to_train_s,
    show: (j) => fmtDuration(j.time_to_train_s)},
-  {key: 'reason', label: 'Reason', value: (j) => arrayProgress(j) || j.reason || ''},
+  {key: 'reason', label: 'Reason', value: (j) => arrayProgress(j) || reasonText(j)},
 ];
 
 // A page of jobs, held in ascending id order. "Newest" and "older" read newest first (`order=desc`,
