@@ -6,8 +6,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace railyard::agent {
 
@@ -21,17 +23,25 @@ Error refused(const fs::path& file, const std::string& reason) {
   return Error{ErrorCode::kPermission, "refusing " + file.string() + ": " + reason};
 }
 
-// openat2 with no link anywhere and nothing outside `dir`; where the kernel (or a seccomp filter) has no
-// openat2, openat with O_NOFOLLOW, which is the same for the single path component every caller passes.
+// One walk for every caller: openat2 with no link anywhere and nothing outside `dir`, else (no openat2 in the
+// kernel, or a seccomp filter refusing it) openat component by component with O_NOFOLLOW.
 int open_beneath(int dir, const std::string& name, int flags) {
-#ifdef SYS_openat2
-  open_how how{};
-  how.flags = static_cast<unsigned long long>(flags | O_NOFOLLOW);
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const long fd = syscall(SYS_openat2, dir, name.c_str(), &how, sizeof how);
-  if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return static_cast<int>(fd);
-#endif
-  return openat(dir, name.c_str(), flags | O_NOFOLLOW);
+  return open_beneath_walk(dir, name, flags, true);
+}
+
+std::vector<std::string> split_components(const std::string& relative) {
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t slash = relative.find('/', at);
+    parts.push_back(relative.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+    if (slash == std::string::npos) return parts;
+    at = slash + 1;
+  }
+}
+
+bool is_relative_path(const std::string& relative) {
+  const auto parts = split_components(relative);
+  return std::all_of(parts.begin(), parts.end(), [](const std::string& p) { return is_component(p); });
 }
 
 // The agent's own directory `parent` (made when missing), refused when someone else could write in it: the
@@ -59,6 +69,28 @@ Result<Fd> open_subdir(int parent, const fs::path& path, const std::string& name
 }
 
 }  // namespace
+
+int open_beneath_walk(int dir, const std::string& relative, int flags, bool use_openat2) {
+#ifdef SYS_openat2
+  if (use_openat2) {
+    open_how how{};
+    how.flags = static_cast<unsigned long long>(flags | O_NOFOLLOW);
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const long fd = syscall(SYS_openat2, dir, relative.c_str(), &how, sizeof how);
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return static_cast<int>(fd);
+  }
+#endif
+  // Callers pass components checked by is_component, so no ".." climbs out and no '/' starts at the root.
+  const auto parts = split_components(relative);
+  Fd here;  // the directory walked into so far; `dir` itself is the caller's
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    Fd next(
+        openat(here ? here.get() : dir, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) return -1;
+    here = std::move(next);
+  }
+  return openat(here ? here.get() : dir, parts.back().c_str(), flags | O_NOFOLLOW);
+}
 
 bool is_component(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -110,6 +142,20 @@ Result<AllocDir> AllocDir::open(const fs::path& node_dir, long long job, const s
   return AllocDir(parent / alloc, std::move(*d), st.st_uid, st.st_gid);
 }
 
+Result<AllocDir> AllocDir::open_owned(const fs::path& parent, const std::string& name) {
+  if (!is_component(name)) return invalid("bad directory name '" + name + "'");
+  Fd p(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!p) return not_found("no directory " + parent.string());
+  struct stat st {};
+  if (fstat(p.get(), &st) != 0) return internal_error("cannot stat " + parent.string() + ": " + why(errno));
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return refused(parent, "it must be the agent's and not writable by others");
+  auto d = open_subdir(p.get(), parent / name, name);
+  if (!d) return d.error();
+  if (fstat(d->get(), &st) != 0) return internal_error("cannot stat " + (parent / name).string());
+  return AllocDir(parent / name, std::move(*d), st.st_uid, st.st_gid);
+}
+
 Result<Fd> AllocDir::create(const std::string& name) const {
   const fs::path file = path_ / name;
   if (!is_component(name)) return invalid("bad file name '" + name + "'");
@@ -136,11 +182,17 @@ Status AllocDir::write(const std::string& name, const std::string& text) const {
 }
 
 Result<Fd> AllocDir::open_read(const std::string& name) const {
-  const fs::path file = path_ / name;
   if (!is_component(name)) return invalid("bad file name '" + name + "'");
-  Fd f(open_beneath(fd(), name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!f && errno == ENOENT) return not_found("no " + name);
-  if (!f && errno == ELOOP) return refused(file, "it is a symbolic link");
+  return open_read_below(name);
+}
+
+Result<Fd> AllocDir::open_read_below(const std::string& relative) const {
+  const fs::path file = path_ / relative;
+  if (!is_relative_path(relative)) return invalid("bad file name '" + relative + "'");
+  Fd f(open_beneath(fd(), relative, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!f && errno == ENOENT) return not_found("no " + relative);
+  if (!f && (errno == ELOOP || errno == ENOTDIR || errno == EXDEV))
+    return refused(file, "a symbolic link (or a file where a directory should be) on the way");
   if (!f) return refused(file, why(errno));
   struct stat st {};
   if (fstat(f.get(), &st) != 0) return internal_error("cannot stat " + file.string() + ": " + why(errno));

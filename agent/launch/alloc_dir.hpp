@@ -7,11 +7,13 @@
 //   AllocDir::create(name)    unlinkat whatever is there, openat(O_CREAT|O_EXCL|O_NOFOLLOW), fchown: logs, hostfile
 //   AllocDir::open_read(name) openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) (else O_NOFOLLOW), O_NONBLOCK,
 //                             fstat: a regular file owned by the directory's owner, or refused
+//   AllocDir::open_read_below("a/b/file")  the same through several components (files Open MPI makes in
+//                             subdirectories: <mpi-output>/<alloc>/1/rank.N/stdout), no link anywhere
 //
 // Contract: the parent of an owned directory is the agent's (root-owned, not writable by jobs), so the path
 // down to it can be walked by name; below it only these calls, relative to the directory descriptor, each
-// name one path component. Nothing here follows a link, blocks on a FIFO or device, or changes a file it did
-// not just create.
+// name one path component (open_read_below: a relative path of such components). Nothing here follows a
+// link, blocks on a FIFO or device, or changes a file it did not just create.
 #pragma once
 
 #include <sys/types.h>
@@ -34,6 +36,10 @@ class AllocDir {
                                const std::optional<Credentials>& owner);
   // An existing allocation directory, for reading its logs (after the job ended, or after an agent restart).
   static Result<AllocDir> open(const std::filesystem::path& node_dir, long long job, const std::string& alloc);
+  // An existing owned directory `name` (one component) of the agent's directory `parent`, opened without
+  // following a link; refused when `parent` is not the agent's or others can write in it. For reading what a
+  // job's processes wrote into a directory make_owned_dir made (the per-allocation mpi output directory).
+  static Result<AllocDir> open_owned(const std::filesystem::path& parent, const std::string& name);
 
   const std::filesystem::path& path() const { return path_; }
   int fd() const { return fd_.get(); }
@@ -48,6 +54,10 @@ class AllocDir {
   // A file of the directory opened for reading, refused unless it is a regular file of the directory's owner
   // reached without any link; never blocks (O_NONBLOCK).
   Result<Fd> open_read(const std::string& name) const;
+  // open_read for a file below the directory: `relative` is components joined by '/' (no empty, "." or ".."
+  // component, not absolute). A link at any component, a directory or FIFO at the end, or a file of another
+  // user is refused; never blocks.
+  Result<Fd> open_read_below(const std::string& relative) const;
 
  private:
   AllocDir(std::filesystem::path path, Fd fd, uid_t uid, gid_t gid)
@@ -64,6 +74,12 @@ class AllocDir {
 // Open MPI directories (vader backing store, orted session directory) of a job's user.
 Result<Fd> make_owned_dir(const std::filesystem::path& parent, const std::string& name,
                           const std::optional<Credentials>& owner);
+
+// The walk open_read_below uses, on a directory descriptor: openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)
+// of the whole path, or (`use_openat2` false, or a kernel or seccomp filter without it) openat of each
+// component with O_NOFOLLOW, the directories with O_DIRECTORY. `flags` are the final open's. A descriptor,
+// or -1 with errno (ELOOP or ENOTDIR for a link). Exposed so tests run both walks.
+int open_beneath_walk(int dir, const std::string& relative, int flags, bool use_openat2);
 
 // Whether `name` is one safe path component: not empty, no '/', no NUL, not "." or "..".
 bool is_component(const std::string& name);

@@ -139,5 +139,88 @@ TEST_F(AllocDirTest, MadeForAUserTheDirectoryAndItsFilesAreTheirs) {
   EXPECT_FALSE(AllocDir::make(tmp_.path(), 7, "7.1", other));
 }
 
+// The per-allocation mpi output directory: Open MPI writes 1/rank.N/stdout below it, so the agent reads
+// through several components the job's user could replace.
+class OwnedBelowTest : public AllocDirTest {
+ protected:
+  AllocDir owned() {
+    auto made = make_owned_dir(tmp_.path() / "mpi-output", "7.1", std::nullopt);
+    EXPECT_TRUE(made) << made.error().message;
+    auto d = AllocDir::open_owned(tmp_.path() / "mpi-output", "7.1");
+    EXPECT_TRUE(d) << d.error().message;
+    return std::move(*d);
+  }
+  fs::path below(const std::string& rel) const { return tmp_.path() / "mpi-output" / "7.1" / rel; }
+};
+
+TEST_F(OwnedBelowTest, ReadsAFileSeveralComponentsDown) {
+  AllocDir d = owned();
+  fs::create_directories(below("1/rank.3"));
+  write_file(below("1/rank.3/stdout"), "rank 3\n");
+  auto f = d.open_read_below("1/rank.3/stdout");
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(read_all(f->get()), "rank 3\n");
+  auto missing = d.open_read_below("1/rank.9/stdout");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(OwnedBelowTest, RefusesALinkInAMiddleComponentWithEitherWalk) {
+  AllocDir d = owned();
+  fs::create_directories(below("1"));
+  fs::create_directory(outside("elsewhere"));
+  write_file(outside("elsewhere") / "stdout", "node key\n");
+  fs::create_directory_symlink(outside("elsewhere"), below("1/rank.4"));
+  auto f = d.open_read_below("1/rank.4/stdout");
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("symbolic link"), std::string::npos) << f.error().message;
+  for (const bool openat2 : {true, false}) {
+    errno = 0;
+    const int fd = open_beneath_walk(d.fd(), "1/rank.4/stdout", O_RDONLY | O_NONBLOCK | O_CLOEXEC, openat2);
+    if (fd >= 0) ::close(fd);
+    EXPECT_EQ(fd, -1) << "openat2 " << openat2;
+    EXPECT_TRUE(errno == ELOOP || errno == ENOTDIR) << "openat2 " << openat2 << ": " << errno;
+  }
+  // A link as the first component, and a link to the file itself.
+  fs::create_directory_symlink(outside("elsewhere"), below("2"));
+  EXPECT_FALSE(d.open_read_below("2/stdout"));
+  fs::create_directories(below("1/rank.5"));
+  fs::create_symlink(outside("elsewhere") / "stdout", below("1/rank.5/stdout"));
+  EXPECT_FALSE(d.open_read_below("1/rank.5/stdout"));
+}
+
+TEST_F(OwnedBelowTest, RefusesAFifoWithoutBlockingAndBadPaths) {
+  AllocDir d = owned();
+  fs::create_directories(below("1/rank.1"));
+  ASSERT_EQ(::mkfifo(below("1/rank.1/stdout").c_str(), 0600), 0);
+  auto fifo = d.open_read_below("1/rank.1/stdout");  // returns at once: O_NONBLOCK, then refused by type
+  ASSERT_FALSE(fifo);
+  EXPECT_NE(fifo.error().message.find("not a regular file"), std::string::npos) << fifo.error().message;
+  for (const bool openat2 : {true, false}) {  // neither walk blocks on it
+    const int fd = open_beneath_walk(d.fd(), "1/rank.1/stdout", O_RDONLY | O_NONBLOCK | O_CLOEXEC, openat2);
+    EXPECT_GE(fd, 0) << "openat2 " << openat2;
+    if (fd >= 0) ::close(fd);
+  }
+  EXPECT_FALSE(d.open_read_below("1/rank.1")) << "a directory is not a log";
+  for (const char* bad : {"", "/etc/passwd", "1/../../secret", "1//stdout", "./1", "1/rank.1/"}) {
+    auto r = d.open_read_below(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(OwnedBelowTest, OpenOwnedRefusesAParentOthersCanWriteAndALink) {
+  owned();
+  fs::permissions(tmp_.path() / "mpi-output", fs::perms::all);
+  auto open = AllocDir::open_owned(tmp_.path() / "mpi-output", "7.1");
+  ASSERT_FALSE(open);
+  EXPECT_NE(open.error().message.find("not writable by others"), std::string::npos) << open.error().message;
+  fs::permissions(tmp_.path() / "mpi-output", fs::perms::owner_all);
+  fs::create_directory(outside("elsewhere"));
+  fs::create_directory_symlink(outside("elsewhere"), tmp_.path() / "mpi-output" / "7.2");
+  EXPECT_FALSE(AllocDir::open_owned(tmp_.path() / "mpi-output", "7.2"));
+  EXPECT_EQ(AllocDir::open_owned(tmp_.path() / "mpi-output", "7.3").error().code, ErrorCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace railyard::agent
