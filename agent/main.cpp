@@ -48,6 +48,7 @@ struct Flags {
   double grace_s = 10;
   std::string exec_helper;
   std::string mpirun = "mpirun";
+  std::string mpi_output_dir;
   std::string health_script;
   long long min_free_mb = 1024;
   double reconnect_max_s = 30;
@@ -197,6 +198,7 @@ int run(const Flags& f) {
   o.job_umask = static_cast<mode_t>(std::stoul(f.job_umask, nullptr, 8) & 0777);
   o.exec_helper = f.exec_helper;
   o.mpirun = f.mpirun;
+  if (!f.mpi_output_dir.empty()) o.mpi_output_dir = std::filesystem::absolute(f.mpi_output_dir);
   o.grace = duration_cast<milliseconds>(duration<double>(f.grace_s));
   o.health.script = f.health_script;
   o.health.min_free_bytes = f.min_free_mb << 20;
@@ -285,6 +287,9 @@ int main(int argc, char** argv) {
   app.add_option("--grace", f.grace_s, "seconds between SIGTERM and SIGKILL")->capture_default_str();
   app.add_option("--exec-helper", f.exec_helper, "railyard-agent-exec (default: next to this program)");
   app.add_option("--mpirun", f.mpirun, "mpirun to use for mpi jobs")->capture_default_str();
+  app.add_option(
+      "--mpi-output-dir", f.mpi_output_dir,
+      "where mpi ranks' own logs go (default: <state-dir>/mpi-output); the same path on every node");
   app.add_option("--health-script", f.health_script,
                  "run as SCRIPT NODE every 30 s; non-zero drains the node");
   app.add_option("--min-free-mb", f.min_free_mb, "free space the state dir needs")->capture_default_str();

@@ -300,6 +300,8 @@ int start_agents(const UpOptions& o, const std::string& agent, const std::string
     else argv.insert(argv.end(), {"--node", first});
     argv.insert(argv.end(), {"--emulate", o.profile, "--state-dir", dir + "/agents/" + first, "--allow-root-jobs",
                                   "--kill-workers-on-exit"});
+    // mpirun names one rank output path for every node of an allocation: on one machine, one shared by all.
+    argv.insert(argv.end(), {"--mpi-output-dir", dir + "/agents/mpi-output"});
     // An unprivileged agent can make no cgroups: its jobs (the owner's own, see resolve_job_user) run
     // without limits, as they would started by hand.
     if (geteuid() != 0) argv.insert(argv.end(), {"--isolation", "best-effort"});

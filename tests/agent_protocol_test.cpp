@@ -311,6 +311,26 @@ TEST_F(AgentProtocolTest, LogsAndExecAreAnsweredThroughTheAgent) {
   EXPECT_EQ(logs.status, 200) << logs.body;
   EXPECT_EQ(logs.json()["data"], "hello");
   EXPECT_EQ(logs.json()["next_offset"], 10);
+  // mpi ranks fill the hostfile's slots in node order (8 per node here): rank 12's own log is on n2.
+  std::thread reader12([&] {
+    HttpClient c2(d->port());
+    logs = c2.request("GET", "/api/v1/jobs/" + std::to_string(id) + "/logs?rank=12", "", token_);
+  });
+  q = a.expect("logs");
+  ASSERT_FALSE(q.is_null());
+  EXPECT_EQ(q["node"], "n2");
+  EXPECT_EQ(q["rank"], 12);
+  a.send({{"type", "log_chunk"},
+          {"v", 1},
+          {"req", q["req"]},
+          {"alloc", alloc},
+          {"rank", 12},
+          {"stream", "out"},
+          {"offset", 0},
+          {"data", "twelve"},
+          {"size", 6}});
+  reader12.join();
+  EXPECT_EQ(logs.json().value("data", ""), "twelve") << logs.body;
 
   HttpResult exec;
   const std::string body = R"({"node":"n2","argv":["orted","-mca","x"]})";

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <set>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "tests/cli_test_util.hpp"
 #include "tests/fault_util.hpp"
@@ -307,6 +309,22 @@ TEST(CliUp, FourNodesWithAgentsComeUpAndAJobRuns) {
   EXPECT_EQ(job.code, 0) << job.err;
   auto logs = run_cli(RAILYARD_BIN, {"logs", trimmed(job.out), "--rank", "1"}, env);
   EXPECT_EQ(logs.out, "rank 1 of 2\n") << logs.err;
+  // An mpi job on 2 nodes x 2 ranks: each rank's log is its own output, read on its node (rank 3 on the
+  // second node, through the agents' shared --mpi-output-dir); rank 0's is mpirun's, every rank's together.
+  auto mpi = run_cli(RAILYARD_BIN,
+                     {"submit", "--nodes", "2", "--gpus-per-node", "2", "--launcher", "mpi", "--wait", "--",
+                      "/bin/sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK"},
+                     env);
+  EXPECT_EQ(mpi.code, 0) << mpi.err;
+  for (const char* rank : {"1", "2", "3"}) {
+    auto own = run_cli(RAILYARD_BIN, {"logs", trimmed(mpi.out), "--rank", rank}, env);
+    EXPECT_EQ(own.out, std::string("rank ") + rank + "\n") << own.err;
+  }
+  std::istringstream combined(run_cli(RAILYARD_BIN, {"logs", trimmed(mpi.out), "--rank", "0"}, env).out);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(combined, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"rank 0", "rank 1", "rank 2", "rank 3"}));
 
   // An array: one submit, six tasks at most two at a time, each with its index; the array ends COMPLETED.
   auto array = run_cli(RAILYARD_BIN,

@@ -96,8 +96,13 @@ Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const 
     case jobs::Launcher::kEnv:
       return plan_env_ranks(req, inventory_, base);
     case jobs::Launcher::kMpi: {
-      MpiSettings s{options_.mpirun, options_.exec_helper, (dir.path() / "hostfile").string(),
-                    options_.state_dir.string(), geteuid() == 0};
+      const fs::path& out = options_.mpi_output_dir;
+      MpiSettings s{options_.mpirun,
+                    options_.exec_helper,
+                    (dir.path() / "hostfile").string(),
+                    options_.state_dir.string(),
+                    geteuid() == 0,
+                    out.empty() ? "" : (out / req.alloc_id).string()};
       auto mpi = plan_mpirun(req, inventory_, base, s);
       if (!mpi) return mpi.error();
       if (auto w = dir.write("hostfile", mpi->hostfile_text); !w) return w.error();
@@ -160,6 +165,10 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
   if (!creds) return creds.error();
   auto dir = make_alloc_dir(req.job_id, req.alloc_id, *creds);
   if (!dir) return dir.error();
+  // mpirun (as the job's user) writes this node's ranks' files there; other nodes' agents make theirs at
+  // the exec order that starts their orted.
+  if (req.spec.launcher == jobs::Launcher::kMpi && !options_.mpi_output_dir.empty())
+    if (auto out = make_owned_dir(options_.mpi_output_dir, req.alloc_id, *creds); !out) return out.error();
   auto plans = plan(req, *dir);
   if (!plans) return plans.error();
 

@@ -4,7 +4,8 @@
 //
 //   LaunchRequest --plan_env_ranks / plan_mpirun--> ProcessPlans --spawn_process--> AllocRecord
 //                                                                        |--> <state>/allocs.journal
-// Files: <state>/jobs/<job>/<alloc>/rank-<R>.out|.err (and hostfile for mpi); the allocation directory is
+// Files: <state>/jobs/<job>/<alloc>/rank-<R>.out|.err (and hostfile for mpi; mpi ranks' own output in
+// <mpi_output_dir>/<alloc>/1/rank.<R>/stdout|stderr); the allocation directory is
 // 0700 and owned by the job's user, the logs 0600 and the user's. All of them are made through AllocDir
 // (alloc_dir.hpp): the directory is the user's, so no name in it is opened as a path.
 // Isolation: each allocation gets a cgroup with the limits its share of the node implies (limits_for()).
@@ -32,6 +33,9 @@ struct LauncherOptions {
   bool allow_root_jobs = false;  // as root: run jobs without (or with an unknown) user as root
   std::string exec_helper;       // railyard-agent-exec; "" = next to this executable
   std::string mpirun = "mpirun";
+  // Parent of the per-allocation mpi rank output directories (<dir>/<alloc>, the job user's, made by
+  // make_owned_dir): mpirun's --output-filename, so it must be the same path on every node. Empty: none.
+  std::filesystem::path mpi_output_dir;
   bool cgroups = true;  // false: no allocation groups at all (--no-cgroups; jobs start, with a note)
   IsolationMode isolation = IsolationMode::kRequired;
   CgroupSetup cgroup;   // where allocation groups go; detected once, when the Launcher is made

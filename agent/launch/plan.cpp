@@ -117,6 +117,7 @@ Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, cons
       {"btl_tcp_if_include", "lo"},     {"plm_rsh_no_tree_spawn", "1"}, {"orte_leave_session_attached", "1"},
       {"rtc_hwloc_vmhole", "none"}};
   for (const auto& [k, v] : mca) a.insert(a.end(), {"--mca", k, v});
+  if (!s.output_dir.empty()) a.insert(a.end(), {"--output-filename", s.output_dir});
   // Job and Railyard variables travel to every rank; the per-node ones (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA,
   // RAILYARD_NODE) are set by the helper for its host from RAILYARD_ALLOC_GPUS (later: by that host's agent).
   for (const auto& [k, v] : req.spec.env) a.insert(a.end(), {"-x", k});
@@ -133,6 +134,15 @@ Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, cons
   env["RAILYARD_ALLOC_GPUS"] = join(placement, ";");
   plan.process = ProcessPlan{0, std::move(a), to_env_list(env), req.spec.workdir};
   return plan;
+}
+
+std::vector<std::string> mpi_rank_log_paths(int rank, const std::string& stream) {
+  constexpr size_t kMaxWidth = 7;  // world sizes below ten million
+  const std::string file = stream == "err" ? "stderr" : "stdout";
+  std::vector<std::string> out;
+  for (std::string n = std::to_string(rank); rank >= 0 && n.size() <= kMaxWidth; n.insert(0, 1, '0'))
+    out.push_back("1/rank." + n + "/" + file);
+  return out;
 }
 
 }  // namespace railyard::agent

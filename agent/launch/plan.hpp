@@ -6,6 +6,9 @@
 //   NCCL_SOCKET_IFNAME=lo when the master is on loopback, RAILYARD_JOB_ID, RAILYARD_ALLOC_ID, RAILYARD_NODE.
 // mpi launcher: on node 0 only, one mpirun over a hostfile of the allocation, remote launches through the
 //   railyard-agent-exec helper (plm_rsh_agent), loopback/vader/yield settings from shared/TOOLCHAIN.md.
+//   With an output directory, --output-filename DIR: the daemon on each node (mpirun on node 0, orted on
+//   the others) writes its local ranks' DIR/1/rank.<N>/stdout|stderr, and mpirun still copies every rank's
+//   output to its own stdout (rank-0.out, the combined view).
 #pragma once
 
 #include <map>
@@ -37,6 +40,9 @@ struct MpiSettings {
   std::string hostfile;     // where the launcher writes hostfile_text
   std::string state_dir;    // passed to the helper as RAILYARD_AGENT_STATE_DIR
   bool as_root = false;     // adds --allow-run-as-root
+  // The allocation's per-rank output directory (--output-filename): an absolute path the same on every node
+  // of the allocation, made by each node's agent for the job's user. Empty: no per-rank files.
+  std::string output_dir;
 };
 
 struct MpiPlan {
@@ -48,5 +54,10 @@ struct MpiPlan {
 // empty.
 Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, const EnvMap& base,
                             const MpiSettings& s);
+
+// Where Open MPI 4.1's --output-filename puts rank `rank`'s stream ("out" or "err") below the output
+// directory, as relative paths to try in order: "1/rank.<N>/stdout" with N zero-padded to the digits of the
+// world size (rank.3 of 4 ranks, rank.03 of 10), which a reader of one rank's log does not know.
+std::vector<std::string> mpi_rank_log_paths(int rank, const std::string& stream);
 
 }  // namespace railyard::agent

@@ -70,6 +70,7 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     lo.job_umask = o.job_umask;
     lo.exec_helper = o.exec_helper;
     lo.mpirun = o.mpirun;
+    lo.mpi_output_dir = o.mpi_output_dir.empty() ? o.state_dir / "mpi-output" : o.mpi_output_dir;
     lo.log = [sp = s.get()](const std::string& text) { sp->log(text); };
     n->launcher = std::make_unique<Launcher>(lo, n->inventory);
     if (s->nodes_.empty()) s->log(n->launcher->cgroup_summary());  // the same for every node it hosts

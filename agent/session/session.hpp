@@ -32,6 +32,7 @@
 #include "agent/launch/cgroup.hpp"
 #include "agent/session/health.hpp"
 #include "agent/session/protocol.hpp"
+#include "common/fd.hpp"
 #include "common/result.hpp"
 
 namespace railyard::agent {
@@ -58,6 +59,9 @@ struct SessionOptions {
   std::optional<mode_t> job_umask = 077;
   std::string exec_helper;  // "" = railyard-agent-exec next to this executable
   std::string mpirun = "mpirun";
+  // Parent of the mpi ranks' own output directories, the same path on every node (mpirun's
+  // --output-filename names it for all of them); "" = <state_dir>/mpi-output.
+  std::filesystem::path mpi_output_dir;
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds metrics_interval{1000};
   std::chrono::milliseconds telemetry_interval{5000};  // metrics with telemetry only, when no events
@@ -120,6 +124,9 @@ class Session {
   void on_kill(const std::string& alloc, const std::string& node, const std::string& reason);
   void on_exec(const nlohmann::json& msg);
   void on_logs(const nlohmann::json& msg);
+  // Rank `rank`'s log on node `n`, opened through AllocDir (never by a path the job could redirect).
+  Result<Fd> open_rank_log(const Node& n, long long job, const std::string& alloc, int rank,
+                           const std::string& stream) const;
   void answer_error(const std::string& code, const std::string& message);
   Node* node(const std::string& name);
 

@@ -154,8 +154,11 @@ void Session::on_exec(const json& msg) {
   // session directory): the job's user writes there, so each is that user's own, one per allocation.
   auto vader = make_owned_dir(n->dir / "vader", alloc, *creds);
   auto session = make_owned_dir(n->dir / "ompi", alloc, *creds);
+  // Where this node's orted writes its ranks' own logs (mpirun's --output-filename, the same path here).
+  const fs::path& mpi_out = n->launcher->options().mpi_output_dir;
+  auto ranks_out = mpi_out.empty() ? Result<Fd>(Fd()) : make_owned_dir(mpi_out, alloc, *creds);
   for (const Error* e : {dir ? nullptr : &dir.error(), vader ? nullptr : &vader.error(),
-                         session ? nullptr : &session.error()})
+                         session ? nullptr : &session.error(), ranks_out ? nullptr : &ranks_out.error()})
     if (e) {
       failed.message = e->message;
       return send_failed();
@@ -202,6 +205,27 @@ void Session::on_exec(const json& msg) {
   send(protocol::encode(protocol::ExecStarted{order.req, spawned->pid}));
 }
 
+// Rank 0's log, and every rank's of an env or none allocation, is rank-<R>.<stream> in the allocation
+// directory; rank 0's of an mpi allocation is mpirun's output, every rank's together. The other ranks of an
+// mpi allocation (one whose mpi output directory this node made) are the files Open MPI's daemon on this
+// node wrote for them, reached through AllocDir::open_read_below.
+Result<Fd> Session::open_rank_log(const Node& n, long long job, const std::string& alloc, int rank,
+                                  const std::string& stream) const {
+  const fs::path& mpi_out = n.launcher->options().mpi_output_dir;
+  if (rank > 0 && !mpi_out.empty()) {
+    auto ranks = AllocDir::open_owned(mpi_out, alloc);
+    if (ranks) {
+      for (const auto& rel : mpi_rank_log_paths(rank, stream))
+        if (auto f = ranks->open_read_below(rel); f || f.error().code != ErrorCode::kNotFound) return f;
+      return not_found("no log of rank " + std::to_string(rank));
+    }
+    if (ranks.error().code != ErrorCode::kNotFound) return ranks.error();
+  }
+  auto dir = n.launcher->open_alloc_dir(job, alloc);
+  if (!dir) return dir.error();
+  return dir->open_read("rank-" + std::to_string(rank) + "." + stream);
+}
+
 void Session::on_logs(const json& msg) {
   const auto order = msg.get<protocol::Logs>();
   const std::string& alloc = order.alloc;
@@ -220,13 +244,13 @@ void Session::on_logs(const json& msg) {
   const long long job = it != n->allocs.end() ? it->second.job : job_of_alloc(alloc);
   // The log is in the job user's directory: opened without following a link, without blocking on a FIFO,
   // and only when it is a regular file of that user (AllocDir::open_read); read at most max_bytes.
-  const std::string name = "rank-" + std::to_string(order.rank) + "." + stream;
-  auto dir = n->launcher->open_alloc_dir(job, alloc);
-  auto file = dir ? dir->open_read(name) : Result<Fd>(dir.error());
+  auto file = open_rank_log(*n, job, alloc, order.rank, stream);
   struct stat st {};
   if (!file || fstat(file->get(), &st) != 0) {
-    chunk.error = !file && file.error().code != ErrorCode::kNotFound ? file.error().message
-                                                                      : "no log " + name + " for " + alloc + " on " + n->name;
+    chunk.error =
+        !file && file.error().code != ErrorCode::kNotFound
+            ? file.error().message
+            : "no log rank-" + std::to_string(order.rank) + "." + stream + " for " + alloc + " on " + n->name;
     return send(protocol::encode(chunk));
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);

@@ -44,6 +44,8 @@ class Agent {
                                            "dgx-h100",
                                            "--state-dir",
                                            dir.file("agent-" + node),
+                                           "--mpi-output-dir",  // one path for both, as on a real cluster
+                                           dir.file("mpi-output"),
                                            "--allow-root-jobs",
                                            "--grace",
                                            "1",
@@ -179,6 +181,14 @@ TEST_F(AgentE2E, EnvAndMpiJobsCompleteAndTheirLogsComeBack) {
   for (size_t p = 0; (p = out.find(" on n2 sum 6 vader ", p)) != std::string::npos; ++p) ++on_n2;
   EXPECT_EQ(sums, 4) << out;
   EXPECT_EQ(on_n2, 2) << out;
+  // Every other rank's log is its own (Open MPI's --output-filename files, read by the agent of the node
+  // that ran it: ranks by slot in hostfile order, 1 on n1, 2 and 3 on n2); rank 0's stays the combined view.
+  for (const auto& [rank, node] : std::vector<std::pair<int, std::string>>{{1, "n1"}, {2, "n2"}, {3, "n2"}}) {
+    const std::string own = log_of(mpi, rank);
+    const std::string head = "rank " + std::to_string(rank) + " of 4 on " + node + " sum 6 vader ";
+    EXPECT_EQ(own.rfind(head, 0), 0u) << "rank " << rank << ": " << own << logs();
+    EXPECT_EQ(std::count(own.begin(), own.end(), '\n'), 1) << "rank " << rank << ": " << own;
+  }
 }
 
 // A remote daemon that dies (here every "orted" is /bin/false, through Open MPI's orte_launch_agent) never

@@ -76,8 +76,9 @@ TEST(Plan, NoSocketIfnameForARealMaster) {
 TEST(Plan, MpirunWithHostfileAndHelper) {
   auto req = two_nodes(jobs::Launcher::kMpi);
   req.node_rank = 0;
-  MpiSettings s{"/usr/bin/mpirun", "/opt/railyard/bin/railyard-agent-exec", "/state/hostfile", "/state",
-                true};
+  MpiSettings s{
+      "/usr/bin/mpirun",      "/opt/railyard/bin/railyard-agent-exec", "/state/hostfile", "/state", true,
+      "/state/mpi-output/7.1"};
   auto plan = plan_mpirun(req, *emulated_inventory("dgx-h100", "node0"), {}, s);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(plan->hostfile_text, "node0 slots=2\nnode1 slots=2\n");
@@ -97,9 +98,33 @@ TEST(Plan, MpirunWithHostfileAndHelper) {
   EXPECT_TRUE(has({"--mca", "rtc_hwloc_vmhole", "none"}));
   EXPECT_TRUE(has({"--mca", "orte_leave_session_attached", "1"}));  // orted stays the agent's child
   EXPECT_TRUE(has({"-x", "SEED"}));
+  // Each node's daemon writes its ranks' files there; before the command, which mpirun would take as its own.
+  EXPECT_TRUE(has({"--output-filename", "/state/mpi-output/7.1"}));
+  EXPECT_LT(std::find(a.begin(), a.end(), "--output-filename"), std::find(a.begin(), a.end(), "train"));
   EXPECT_TRUE(has({"train", "--epochs", "3"}));
   EXPECT_EQ(env_of(plan->process, "RAILYARD_AGENT_STATE_DIR"), "/state");
   EXPECT_EQ(env_of(plan->process, "RAILYARD_ALLOC_GPUS"), "node0:0,3;node1:4,5");
+}
+
+TEST(Plan, MpirunWithoutAnOutputDirectoryWritesNoRankFiles) {
+  auto req = two_nodes(jobs::Launcher::kMpi);
+  req.node_rank = 0;
+  auto plan = plan_mpirun(req, *emulated_inventory("dgx-h100", "node0"), {}, MpiSettings{});
+  ASSERT_TRUE(plan) << plan.error().message;
+  const auto& a = plan->process.argv;
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--output-filename"), a.end());
+}
+
+TEST(Plan, MpiRankLogPathsCoverEveryPaddingOpenMpiUses) {
+  const auto three = mpi_rank_log_paths(3, "out");
+  ASSERT_EQ(three.size(), 7u);
+  EXPECT_EQ(three[0], "1/rank.3/stdout");   // 2..9 ranks
+  EXPECT_EQ(three[1], "1/rank.03/stdout");  // 10..99 ranks
+  EXPECT_EQ(three[6], "1/rank.0000003/stdout");
+  const auto big = mpi_rank_log_paths(1234, "err");
+  ASSERT_EQ(big.size(), 4u);
+  EXPECT_EQ(big[0], "1/rank.1234/stderr");
+  EXPECT_TRUE(mpi_rank_log_paths(-1, "out").empty());
 }
 
 TEST(Plan, MpirunOnlyOnTheFirstNode) {

@@ -225,12 +225,12 @@ void AgentHub::request_logs(const store::JobRecord& r, int rank, const std::stri
     answer(status, {{"error", {{"code", code}, {"message", msg}}}});
   };
   if (r.nodes.empty() || r.attempt == 0) return fail(404, "not_found", "job has not run");
-  // Which node holds the rank: one per GPU in node order (env), one per node (none), node 0 (mpi).
+  // Which node holds the rank: one per node (none); one per GPU, filled in node order (env, and mpi, whose
+  // hostfile gives each node one slot per GPU and mpirun maps ranks by slot). Rank 0 of an mpi job is on
+  // node 0, whose log of it is mpirun's output, every rank's together.
   std::string node;
   const auto& c = service_.table().cluster();
-  if (r.spec.launcher == jobs::Launcher::kMpi) {
-    if (rank >= 0 && rank < r.spec.total_gpus()) node = r.nodes.front();
-  } else if (r.spec.launcher == jobs::Launcher::kNone) {
+  if (r.spec.launcher == jobs::Launcher::kNone) {
     if (rank >= 0 && rank < static_cast<int>(r.nodes.size())) node = r.nodes[static_cast<size_t>(rank)];
   } else {
     int first = 0;
