@@ -5,6 +5,7 @@
 // fronted by a small static server here that forwards /api and /metrics (HTTP and WebSocket
 // upgrades) to it, so the tests run either way and say which they used.
 
+import assert from 'node:assert/strict';
 import {spawn, spawnSync} from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -214,6 +215,41 @@ export function schedulerAndBrowser(opts) {
     await env.s?.stop();
   });
   return env;
+}
+
+// For a describe block: `railyard up --nodes N` (a scheduler and real emulated agents, in a temporary state
+// directory and HOME) and a browser; `railyard down` and cleanup after. Returns {dir, env, url, token, front,
+// b, base()} filled in by `before`: `front` is the test's own web front when the scheduler `railyard up`
+// started does not serve web/dist, and base() the URL pages load from.
+export function localClusterAndBrowser({railyard, nodes, tag}) {
+  const c = {dir: null, env: null, url: null, token: null, front: null, b: null,
+             base: () => (c.front ? c.front.url : c.url)};
+  before(async () => {
+    c.dir = tempDir(tag);
+    const pathDirs = [...new Set([railyard, findBin('railyard-agent'), findBin('railyard-scheduler')]
+      .filter(Boolean).map((p) => path.dirname(p)))];
+    c.env = {...process.env, PATH: `${pathDirs.join(':')}:${process.env.PATH}`, HOME: c.dir};
+    const r = spawnSync(railyard, ['up', '--nodes', String(nodes), '--profile', 'dgx-h100', '--state-dir', c.dir,
+                                   '--port', '0', '--no-config'], {encoding: 'utf8', env: c.env, timeout: 60000});
+    assert.equal(r.status, 0, `railyard up failed: ${r.stderr}`);
+    c.url = /RAILYARD_URL=(\S+)/.exec(r.stdout)[1];
+    c.token = /RAILYARD_TOKEN=(\S+)/.exec(r.stdout)[1];
+    const index = await fetch(`${c.url}/`).then((res) => (res.ok ? res.text() : '')).catch(() => '');
+    if (!index.includes('Railyard')) {
+      c.front = await startFront(new URL(c.url));
+      console.log('# the scheduler started by `railyard up` does not serve web/dist: using the test front');
+    }
+    c.b = await launchBrowser();
+  });
+  after(async () => {
+    await c.b?.close();
+    if (c.front) await c.front.close();
+    if (c.dir) {
+      spawnSync(railyard, ['down', '--state-dir', c.dir], {env: c.env, timeout: 30000});
+      fs.rmSync(c.dir, {recursive: true, force: true});
+    }
+  });
+  return c;
 }
 
 // Headless Chromium with a throwaway profile. Returns {context, newPage(), close()}; every page records

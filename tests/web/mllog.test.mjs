@@ -6,10 +6,9 @@
 
 import assert from 'node:assert/strict';
 import {spawnSync} from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
-import {after, before, describe, test} from 'node:test';
-import {api, chromiumPath, findBin, launchBrowser, repo, screenshot, startFront, tempDir, waitFor} from './harness.mjs';
+import {describe, test} from 'node:test';
+import {api, chromiumPath, findBin, localClusterAndBrowser, repo, screenshot, waitFor} from './harness.mjs';
 
 const bins = {railyard: findBin('railyard'), agent: findBin('railyard-agent'), scheduler: findBin('railyard-scheduler')};
 const missing = Object.entries(bins).filter(([, p]) => !p).map(([k]) => k);
@@ -18,53 +17,27 @@ const skip = !chromiumPath() ? 'chromium is not installed'
 const testdata = path.join(repo, 'jobs', 'testdata');
 
 describe('MLPerf v0.6 logs on a local cluster', {skip}, () => {
-  let dir;
-  let env;
-  let url;
-  let token;
-  let front = null;
-  let b;
-  before(async () => {
-    dir = tempDir('mllog');
-    const pathDirs = [...new Set(Object.values(bins).map((p) => path.dirname(p)))];
-    env = {...process.env, PATH: `${pathDirs.join(':')}:${process.env.PATH}`, HOME: dir};
-    const r = spawnSync(bins.railyard, ['up', '--nodes', '1', '--profile', 'dgx-h100', '--state-dir', dir,
-                                        '--port', '0', '--no-config'], {encoding: 'utf8', env, timeout: 60000});
-    assert.equal(r.status, 0, `railyard up failed: ${r.stderr}`);
-    url = /RAILYARD_URL=(\S+)/.exec(r.stdout)[1];
-    token = /RAILYARD_TOKEN=(\S+)/.exec(r.stdout)[1];
-    const index = await fetch(`${url}/`).then((res) => (res.ok ? res.text() : '')).catch(() => '');
-    if (!index.includes('Railyard')) front = await startFront(new URL(url));
-    b = await launchBrowser();
-  });
-  after(async () => {
-    await b?.close();
-    if (front) await front.close();
-    if (dir) {
-      spawnSync(bins.railyard, ['down', '--state-dir', dir], {env, timeout: 30000});
-      fs.rmSync(dir, {recursive: true, force: true});
-    }
-  });
+  const c = localClusterAndBrowser({railyard: bins.railyard, nodes: 1, tag: 'mllog'});
 
   // Submits a one-GPU job running `command`, waits for it to end and for the agent's last word to land.
   const runJob = async (name, command) => {
-    const {id} = await api(url, 'POST', '/jobs', {name, gpus: 1, launcher: 'env', time_limit: 120, command}, token);
+    const {id} = await api(c.url, 'POST', '/jobs', {name, gpus: 1, launcher: 'env', time_limit: 120, command}, c.token);
     const job = await waitFor(async () => {
-      const j = await api(url, 'GET', `/jobs/${id}`);
+      const j = await api(c.url, 'GET', `/jobs/${id}`);
       return ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL'].includes(j.state) && j;
     }, {timeout: 60000, interval: 300, what: `job ${name} to end`});
     assert.equal(job.state, 'COMPLETED', `job ${name} ended ${job.state}: ${job.reason}`);
     return id;
   };
   const show = (id) => {
-    const r = spawnSync(bins.railyard, ['show', String(id), '--url', url, '--token', token],
-                        {encoding: 'utf8', env: {...env, NO_COLOR: '1'}, timeout: 30000});
+    const r = spawnSync(bins.railyard, ['show', String(id), '--url', c.url, '--token', c.token],
+                        {encoding: 'utf8', env: {...c.env, NO_COLOR: '1'}, timeout: 30000});
     assert.equal(r.status, 0, `railyard show failed: ${r.stderr}`);
     return r.stdout;
   };
   const dashboardTtt = async (id) => {
-    const page = await b.newPage();
-    await page.goto(`${front ? front.url : url}/#/job/${id}`);
+    const page = await c.b.newPage();
+    await page.goto(`${c.base()}/#/job/${id}`);
     await page.waitForSelector('[data-ready]', {timeout: 20000});
     return page;
   };
@@ -74,7 +47,7 @@ describe('MLPerf v0.6 logs on a local cluster', {skip}, () => {
     // 290.456 - 210.123 = 80.333 s, 1.34 min.
     const id = await runJob('resnet-v06', ['cat', path.join(testdata, 'mllog_v06_success.log')]);
     const job = await waitFor(async () => {
-      const j = await api(url, 'GET', `/jobs/${id}`);
+      const j = await api(c.url, 'GET', `/jobs/${id}`);
       return j.time_to_train_s != null && j;
     }, {timeout: 20000, what: 'the time-to-train to be recorded'});
     assert.ok(Math.abs(job.time_to_train_s - 80.333) < 1e-6, `time_to_train_s ${job.time_to_train_s}`);
