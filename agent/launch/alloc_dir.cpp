@@ -131,15 +131,7 @@ Result<AllocDir> AllocDir::make(const fs::path& node_dir, long long job, const s
 }
 
 Result<AllocDir> AllocDir::open(const fs::path& node_dir, long long job, const std::string& alloc) {
-  const fs::path parent = node_dir / "jobs" / std::to_string(job);
-  if (!is_component(alloc)) return invalid("bad allocation id '" + alloc + "'");
-  Fd p(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!p) return not_found("no directory " + parent.string());
-  auto d = open_subdir(p.get(), parent / alloc, alloc);
-  if (!d) return d.error();
-  struct stat st {};
-  if (fstat(d->get(), &st) != 0) return internal_error("cannot stat " + (parent / alloc).string());
-  return AllocDir(parent / alloc, std::move(*d), st.st_uid, st.st_gid);
+  return open_owned(node_dir / "jobs" / std::to_string(job), alloc);
 }
 
 Result<AllocDir> AllocDir::open_owned(const fs::path& parent, const std::string& name) {
