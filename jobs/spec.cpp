@@ -53,6 +53,8 @@ std::optional<Dependency::Type> parse_dependency_type(std::string_view s) {
   return lookup(kDependencyTypes, s);
 }
 
+std::string Mount::text() const { return source + ":" + target + (read_only ? ":ro" : ""); }
+
 std::string Dependency::text() const {
   std::string out = std::string(to_string(type)) + ":" + std::to_string(job);
   if (task >= 0) out += "_" + std::to_string(task);

@@ -55,6 +55,28 @@ struct Dependency {
 std::string_view to_string(Dependency::Type t);
 std::optional<Dependency::Type> parse_dependency_type(std::string_view s);
 
+// A directory or file of the node made visible inside the job's container: "SRC:DST[:ro]" as pyxis and podman
+// write it. The agent refuses a source the job's user could not read on the node.
+struct Mount {
+  std::string source;  // absolute path on the node
+  std::string target;  // absolute path inside the container
+  bool read_only = false;
+  std::string text() const;  // "SRC:DST" or "SRC:DST:ro"
+  auto operator<=>(const Mount&) const = default;
+};
+
+// The OCI image every process of the job runs in (agent/launch/container.hpp). Image references are
+// registry references ("nvcr.io/nvidia/pytorch:24.04-py3"; pyxis' "nvcr.io#nvidia/..." is read as '/'),
+// or an archive on the node ("docker-archive:/path/img.tar", "oci-archive:/path/img.tar").
+struct ContainerSpec {
+  std::string image;
+  std::vector<Mount> mounts;
+  std::string workdir;    // inside the container; "" = the job's workdir (mounted at the same path) or the image's
+  bool writable = false;  // false: a read-only root file system, with /tmp, /run and /var/tmp as tmpfs
+  std::string name;       // pyxis' --container-name: labels the job's containers (railyard.name)
+  auto operator<=>(const ContainerSpec&) const = default;
+};
+
 struct Target {
   std::string metric = "eval_accuracy";
   double value = 0;
@@ -87,6 +109,7 @@ struct JobSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::string workdir;
+  std::optional<ContainerSpec> container;  // unset: the node's own file system, as a host process
   bool requeue = false;         // requeue on FAILED / NODE_FAIL
   std::optional<Target> target; // time-to-train quality target
   std::vector<JobId> afterok;   // start only after these completed successfully (an array: all its tasks)
