@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "jobs/container.hpp"
 #include "jobs/parse_util.hpp"
 #include "jobs/time_limit.hpp"
 
@@ -172,6 +173,64 @@ void read_target(const json& v, std::string_view /*field*/, JobSpec& s, Reader& 
   s.target = t;
 }
 
+void read_mounts(const json& v, ContainerSpec& c, Reader& r) {
+  if (!v.is_array())
+    return r.expected("container.mounts", "an array of strings like \"/lustre:/data:ro\"", v);
+  if (v.size() > kMaxMounts)
+    return r.fail("container.mounts",
+                  std::to_string(v.size()) + " entries; at most " + std::to_string(kMaxMounts) + " allowed");
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string field = "container.mounts[" + std::to_string(i) + "]";
+    if (!v[i].is_string()) {
+      r.expected(field, "a string like \"/lustre:/data:ro\"", v[i]);
+      continue;
+    }
+    auto m = parse_mount(v[i].get_ref<const std::string&>());
+    if (!m) {
+      r.bad_value(field, v[i].get_ref<const std::string&>(), m.error().message);
+      continue;
+    }
+    c.mounts.push_back(std::move(*m));
+  }
+}
+
+// The whole container is checked as it is read (not left to validate.hpp): agents read it from the launch
+// order with this function and run what it says.
+void read_container(const json& v, std::string_view /*field*/, JobSpec& s, Reader& r) {
+  if (!v.is_object()) return r.expected("container", "an object {\"image\": ..., \"mounts\": [...], ...}", v);
+  static constexpr std::array<std::string_view, 5> kContainerFields = {"image", "mounts", "workdir",
+                                                                       "writable", "name"};
+  ContainerSpec c;
+  const size_t errors_before = r.errors.size();
+  for (const auto& [key, item] : v.items()) {
+    if (key == "image") {
+      if (!item.is_string()) {
+        r.expected("container.image", "a string like \"nvcr.io/nvidia/pytorch:24.04-py3\"", item);
+        continue;
+      }
+      auto image = parse_image(item.get_ref<const std::string&>());
+      if (!image)
+        r.bad_value("container.image", item.get_ref<const std::string&>(), image.error().message);
+      else
+        c.image = std::move(*image);
+    } else if (key == "mounts") {
+      read_mounts(item, c, r);
+    } else if (key == "workdir") {
+      read_string(item, "container.workdir", c.workdir, r);
+    } else if (key == "writable") {
+      read_bool(item, "container.writable", c.writable, r);
+    } else if (key == "name") {
+      read_string(item, "container.name", c.name, r);
+    } else {
+      r.fail("container", "unknown field " + in_quotes(key) + did_you_mean(key, kContainerFields));
+    }
+  }
+  if (!v.contains("image"))
+    r.fail("container.image", "missing (the image to run in, e.g. \"nvcr.io/nvidia/pytorch:24.04-py3\")");
+  for (std::string& p : container_layout_problems(c)) r.errors.push_back(std::move(p));
+  if (r.errors.size() == errors_before) s.container = std::move(c);
+}
+
 void read_afterok(const json& v, std::string_view /*field*/, JobSpec& s, Reader& r) {
   if (!v.is_array()) return r.expected("afterok", "an array of job ids", v);
   if (!check_entries(v, "afterok", r)) return;
@@ -249,7 +308,7 @@ struct Field {
   FieldReader read;
 };
 
-const std::array<Field, 29> kFields = {{
+const std::array<Field, 30> kFields = {{
     {"name", string_field<&JobSpec::name>},
     {"user", string_field<&JobSpec::user>},
     {"project", string_field<&JobSpec::project>},
@@ -271,6 +330,7 @@ const std::array<Field, 29> kFields = {{
     {"command", read_command},
     {"env", read_env},
     {"workdir", string_field<&JobSpec::workdir>},
+    {"container", read_container},
     {"requeue", bool_field<&JobSpec::requeue>},
     {"target", read_target},
     {"afterok", read_afterok},
@@ -281,8 +341,8 @@ const std::array<Field, 29> kFields = {{
     {"array_task", int_field<&JobSpec::array_task>},
 }};
 
-const std::array<std::string_view, 29> kFieldNames = [] {
-  std::array<std::string_view, 29> names{};
+const std::array<std::string_view, 30> kFieldNames = [] {
+  std::array<std::string_view, 30> names{};
   for (size_t i = 0; i < kFields.size(); ++i) names[i] = kFields[i].name;
   return names;
 }();
@@ -340,7 +400,6 @@ Result<JobSpec> read_spec(const json& j) {
   return spec;
 }
 
-
 }  // namespace
 
 Result<JobSpec> parse_job_spec(const nlohmann::json& j) {
@@ -384,6 +443,15 @@ nlohmann::json to_json(const JobSpec& s) {
   };
   if (s.mem_mb != 0) j["mem_mb"] = s.mem_mb;
   if (s.target) j["target"] = {{"metric", s.target->metric}, {"value", s.target->value}};
+  if (s.container) {
+    json mounts = json::array();
+    for (const Mount& m : s.container->mounts) mounts.push_back(m.text());
+    j["container"] = {{"image", s.container->image},
+                      {"mounts", std::move(mounts)},
+                      {"workdir", s.container->workdir},
+                      {"writable", s.container->writable},
+                      {"name", s.container->name}};
+  }
   if (!s.after.empty()) {
     json after = json::array();
     for (const Dependency& d : s.after) after.push_back(d.text());

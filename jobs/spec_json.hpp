@@ -3,7 +3,9 @@
 // Reading is strict so typos surface at submit time, not as a silently ignored field: unknown fields
 // (with a "did you mean" suggestion), wrong types, duplicate keys and out-of-range integers are errors that
 // name the field. Every problem is reported at once, joined with "; ". Reading checks shape and syntax only;
-// jobs/validate.hpp checks meaning (sizes, limits, the cluster). No exception leaves these functions.
+// jobs/validate.hpp checks meaning (sizes, limits, the cluster). The exception is "container", checked
+// whole as it is read (jobs/container.hpp), since agents read it with parse_job_spec and run what it says.
+// No exception leaves these functions.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +25,8 @@ inline constexpr size_t kMaxSpecTextBytes = 1 << 20;  // parse_job_spec_text inp
 
 // Reads a spec from a parsed JSON object. Normalizes: gpu_type upper-cased ("any" becomes ""), mig
 // lower-cased, "dependency" split into afterok and after, afterok entries of "after" moved to afterok
-// (duplicates dropped), gpus defaults to 1 when mig is given.
+// (duplicates dropped), gpus defaults to 1 when mig is given, the container's image and mounts as
+// jobs/container.hpp reads them.
 Result<JobSpec> parse_job_spec(const nlohmann::json& j);
 
 // Parses JSON text (at most kMaxSpecTextBytes, kMaxJsonDepth levels, no duplicate keys), then as above.
@@ -35,7 +38,7 @@ Result<JobSpec> parse_job_spec_text(std::string_view text);
 Result<nlohmann::json> parse_json_text(std::string_view text, size_t max_bytes, int max_depth,
                                        std::string_view what);
 
-// Every field, defaults included; time_limit in seconds; target only when set. parse_job_spec reads it back
+// Every field, defaults included; time_limit in seconds; target and container only when set. parse_job_spec reads it back
 // to an equal spec.
 nlohmann::json to_json(const JobSpec& spec);
 

@@ -27,6 +27,7 @@ constexpr const char* kExample = R"({
   "command": ["python", "train.py", "--config", "70b.yaml"],
   "env": {"NCCL_DEBUG": "WARN"},
   "workdir": "/home/ada/llama",
+  "container": {"image": "nvcr.io/nvidia/pytorch:24.04-py3", "mounts": ["/lustre/llm:/data:ro"]},
   "requeue": true,
   "target": {"metric": "eval_accuracy", "value": 0.72},
   "afterok": [41],
@@ -53,6 +54,9 @@ TEST(SpecJson, ReadsTheReadmeExample) {
   EXPECT_EQ(s.command.size(), 4u);
   EXPECT_EQ(s.env.at("NCCL_DEBUG"), "WARN");
   EXPECT_EQ(s.workdir, "/home/ada/llama");
+  ASSERT_TRUE(s.container);
+  EXPECT_EQ(s.container->image, "nvcr.io/nvidia/pytorch:24.04-py3");
+  EXPECT_EQ(s.container->mounts, (std::vector<Mount>{{"/lustre/llm", "/data", true}}));
   EXPECT_TRUE(s.requeue);
   ASSERT_TRUE(s.target);
   EXPECT_DOUBLE_EQ(s.target->value, 0.72);
@@ -115,6 +119,12 @@ std::string many_env(size_t n) {
   return j.dump();
 }
 
+std::string many_mounts(size_t n) {
+  json j = {{"container", {{"image", "ubuntu"}, {"mounts", json::array()}}}};
+  for (size_t i = 0; i < n; ++i) j["container"]["mounts"].push_back("/src:/m" + std::to_string(i));
+  return j.dump();
+}
+
 TEST(SpecJson, EveryParseErrorNamesItsField) {
   const std::vector<ErrorCase> cases = {
       {"{", "invalid JSON: parse error at line 1, column 2"},
@@ -165,6 +175,47 @@ TEST(SpecJson, EveryParseErrorNamesItsField) {
       {long_command(10'001), "command: 10001 entries; at most 10000 allowed"},
       {many_env(10'001), "env: 10001 entries; at most 10000 allowed"},
       {std::string(kMaxSpecTextBytes + 1, ' '), "job spec: 1048577 bytes; at most 1048576 allowed"},
+      {R"({"container": "ubuntu"})",
+       R"(container: expected an object {"image": ..., "mounts": [...], ...}, got string "ubuntu")"},
+      {R"({"container": {}})",
+       R"(container.image: missing (the image to run in, e.g. "nvcr.io/nvidia/pytorch:24.04-py3"))"},
+      {R"({"container": {"image": "ubuntu", "mount": []}})",
+       R"(container: unknown field "mount" (did you mean "mounts"?))"},
+      {R"({"container": {"image": 5}})",
+       R"(container.image: expected a string like "nvcr.io/nvidia/pytorch:24.04-py3", got integer 5)"},
+      {R"({"container": {"image": ""}})", R"(container.image "": empty: name an image)"},
+      {R"({"container": {"image": "nvcr.io/nvidia/pytorch 24.04"}})",
+       R"(container.image "nvcr.io/nvidia/pytorch 24.04": contains a space or a control character)"},
+      {R"({"container": {"image": "docker-archive:img.tar"}})",
+       R"(container.image "docker-archive:img.tar": docker-archive: needs the archive's absolute path on the node)"},
+      {R"({"container": {"image": "a#b#c"}})", R"(container.image "a#b#c": more than one '#')"},
+      {R"({"container": {"image": "ubuntu", "mounts": "/a:/b"}})",
+       R"(container.mounts: expected an array of strings like "/lustre:/data:ro", got string "/a:/b")"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["/a:/b", 3]}})",
+       R"(container.mounts[1]: expected a string like "/lustre:/data:ro", got integer 3)"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["/lustre"]}})",
+       R"(container.mounts[0] "/lustre": expected SRC:DST, SRC:DST:ro or SRC:DST:rw)"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["lustre:/data"]}})",
+       R"(container.mounts[0] "lustre:/data": source "lustre": not an absolute path)"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["/lustre:data"]}})",
+       R"(container.mounts[0] "/lustre:data": target "data": not an absolute path)"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["/a/../etc:/data"]}})", R"(has a ".." component)"},
+      {R"({"container": {"image": "ubuntu", "mounts": [":/data"]}})", R"(source "": empty)"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["/a:/"]}})",
+       R"(target "/": cannot mount over the container's root)"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["/a:/b:rbind"]}})",
+       R"(option "rbind": expected ro or rw)"},
+      {R"({"container": {"image": "ubuntu", "mounts": ["/a:/data", "/b:/data:ro"]}})",
+       R"(container.mounts: two mounts at "/data" ("/a:/data" and "/b:/data:ro"))"},
+      {many_mounts(65), "container.mounts: 65 entries; at most 64 allowed"},
+      {R"({"container": {"image": "ubuntu", "workdir": "workspace"}})",
+       R"(container.workdir "workspace": not an absolute path)"},
+      {R"({"container": {"image": "ubuntu", "workdir": 1}})",
+       "container.workdir: expected a string, got integer 1"},
+      {R"({"container": {"image": "ubuntu", "writable": "yes"}})",
+       R"(container.writable: expected true or false, got string "yes")"},
+      {R"({"container": {"image": "ubuntu", "name": "a b"}})",
+       R"(container.name "a b": only letters, digits)"},
   };
   for (const ErrorCase& c : cases) {
     auto r = parse_job_spec_text(c.text);
@@ -265,6 +316,11 @@ JobSpec full_spec() {
   s.target = Target{"eval_loss", 1.25};
   s.afterok = {7, 3};
   s.after = {{Dependency::Type::kAfterAny, 40}, {Dependency::Type::kAfterOk, 12, 3}};
+  s.container = ContainerSpec{"nvcr.io/nvidia/pytorch:24.04-py3",
+                              {{"/lustre/ada", "/data", true}, {"/scratch", "/scratch", false}},
+                              "/workspace",
+                              true,
+                              "pt-24.04"};
   return s;
 }
 
@@ -279,12 +335,57 @@ TEST(SpecJson, RoundTrips) {
     EXPECT_EQ(back->afterok, original.afterok);
     EXPECT_EQ(back->after, original.after);
     EXPECT_EQ(back->target.has_value(), original.target.has_value());
+    EXPECT_EQ(back->container, original.container);
   }
   json j = to_json(full_spec());
   EXPECT_EQ(j["kind"], "service");
   EXPECT_EQ(j["time_limit"], 0);
   EXPECT_EQ(j["target"]["metric"], "eval_loss");
   EXPECT_FALSE(to_json(JobSpec{}).contains("target"));
+  EXPECT_FALSE(to_json(JobSpec{}).contains("container"));  // a host process: written only when set
+}
+
+// The container as pyxis users write it is read normalized; what to_json writes back is that normal form,
+// which reads back unchanged (the launch order carries it to the agents so).
+TEST(SpecJson, ContainerIsReadNormalizedAndWrittenBackExactly) {
+  auto r = parse_job_spec_text(R"({"user": "ada", "gpus": 8, "command": "python train.py", "container": {
+    "image": "nvcr.io#nvidia/pytorch:24.04-py3",
+    "mounts": ["/lustre/ada//data/:/data:ro", "/scratch:/scratch:rw"],
+    "workdir": "/workspace", "writable": true, "name": "pt"}})");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->container);
+  const ContainerSpec& c = *r->container;
+  EXPECT_EQ(c.image, "nvcr.io/nvidia/pytorch:24.04-py3");
+  EXPECT_EQ(c.mounts,
+            (std::vector<Mount>{{"/lustre/ada/data", "/data", true}, {"/scratch", "/scratch", false}}));
+  EXPECT_EQ(c.workdir, "/workspace");
+  EXPECT_TRUE(c.writable);
+  EXPECT_EQ(c.name, "pt");
+  const json j = to_json(*r);
+  EXPECT_EQ(j["container"], json::parse(R"({"image": "nvcr.io/nvidia/pytorch:24.04-py3",
+    "mounts": ["/lustre/ada/data:/data:ro", "/scratch:/scratch"], "workdir": "/workspace", "writable": true,
+    "name": "pt"})"));
+  auto back = parse_job_spec_text(j.dump());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->container, r->container);
+  EXPECT_EQ(to_json(*back), j);
+
+  auto minimal = parse_job_spec_text(R"({"container": {"image": "ubuntu"}})");
+  ASSERT_TRUE(minimal) << minimal.error().message;
+  EXPECT_EQ(minimal->container, (ContainerSpec{"ubuntu", {}, "", false, ""}));
+  EXPECT_FALSE(parse_job_spec_text("{}")->container);
+}
+
+// A container's problems come with the spec's others, all at once.
+TEST(SpecJson, ContainerProblemsAreReportedWithTheRest) {
+  auto r = parse_job_spec_text(
+      R"({"gpus": "8", "container": {"image": "a b", "mounts": ["/x:y", "/a:/d", "/b:/d"], "workdir": "w"}})");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            R"(container.image "a b": contains a space or a control character; )"
+            R"(container.mounts[0] "/x:y": target "y": not an absolute path; )"
+            R"(container.mounts: two mounts at "/d" ("/a:/d" and "/b:/d"); )"
+            R"(container.workdir "w": not an absolute path; gpus: expected an integer, got string "8")");
 }
 
 TEST(SpecJson, FieldListMatchesToJson) {

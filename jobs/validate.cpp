@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "jobs/container.hpp"
 #include "jobs/mig.hpp"
 #include "jobs/parse_util.hpp"
 #include "jobs/spec_json.hpp"
@@ -178,6 +179,10 @@ std::vector<std::string> spec_problems(const JobSpec& spec) {
   check_kind_and_limits(spec, p);
   check_mig(spec, size_ok, p);
   check_command_and_env(spec, p);
+  if (spec.container) {
+    std::vector<std::string> c = container_problems(*spec.container);
+    p.insert(p.end(), c.begin(), c.end());
+  }
   return p;
 }
 

@@ -45,6 +45,10 @@ TEST(ValidateSpec, AcceptsGoodSpecs) {
   EXPECT_TRUE(validate_spec(split));
   split.gpus = 16;  // agreeing is fine
   EXPECT_TRUE(validate_spec(split));
+  JobSpec boxed = good_batch();
+  boxed.container = ContainerSpec{"nvcr.io/nvidia/pytorch:24.04-py3", {{"/lustre", "/data", true}}, "/workspace", false, ""};
+  st = validate_spec(boxed);
+  EXPECT_TRUE(st) << st.error().message;
 }
 
 TEST(ValidateSpec, EveryRuleNamesItsField) {
@@ -104,6 +108,10 @@ TEST(ValidateSpec, EveryRuleNamesItsField) {
        "is not one"},
       {"dependency on no job", [](JobSpec& s) { s.after = {{Dependency::Type::kAfterAny, 0}}; },
        "after: \"afterany:0\" names no job or task"},
+      {"container without an image", [](JobSpec& s) { s.container = ContainerSpec{}; },
+       "container.image: missing"},
+      {"container mount over its root", [](JobSpec& s) { s.container = ContainerSpec{"ubuntu", {{"/a", "/", false}}, "", false, ""}; },
+       R"(container.mounts[0] "/a:/": target "/": cannot mount over the container's root)"},
   };
   // clang-format on
   for (const Case& c : cases) {
