@@ -34,7 +34,6 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-// Why `p` cannot be an absolute path on a node or in a container; "" when it can.
 std::string path_problem(std::string_view p) {
   if (p.empty()) return "empty";
   if (p.front() != '/') return "not an absolute path";
@@ -135,6 +134,16 @@ std::string mount_problem(const Mount& m) {
 
 }  // namespace
 
+std::string container_path_problem(std::string_view path) { return path_problem(path); }
+
+std::string container_name_problem(std::string_view name) {
+  if (name.size() > kMaxContainerNameLength)
+    return std::to_string(name.size()) + " characters; at most " + std::to_string(kMaxContainerNameLength);
+  if (!all_of(name, [](char ch) { return is_alnum(ch) || ch == '_' || ch == '.' || ch == '-'; }))
+    return "only letters, digits, '_', '.' and '-'";
+  return "";
+}
+
 Result<std::string> parse_image(std::string_view text) {
   if (text.empty()) return invalid(std::string("empty: name an image, e.g. ") + std::string(kExampleImage));
   if (text.size() > kMaxImageLength)
@@ -203,11 +212,9 @@ std::vector<std::string> container_layout_problems(const ContainerSpec& c) {
   if (!c.workdir.empty())
     if (std::string why = path_problem(c.workdir); !why.empty())
       p.push_back("container.workdir " + in_quotes(c.workdir) + ": " + why);
-  if (c.name.size() > kMaxContainerNameLength)
-    p.push_back("container.name: " + std::to_string(c.name.size()) + " characters; at most " +
-                std::to_string(kMaxContainerNameLength));
-  else if (!all_of(c.name, [](char ch) { return is_alnum(ch) || ch == '_' || ch == '.' || ch == '-'; }))
-    p.push_back("container.name " + in_quotes(c.name) + ": only letters, digits, '_', '.' and '-'");
+  if (std::string why = container_name_problem(c.name); !why.empty())
+    p.push_back(c.name.size() > kMaxContainerNameLength ? "container.name: " + why
+                                                        : "container.name " + in_quotes(c.name) + ": " + why);
   return p;
 }
 

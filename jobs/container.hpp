@@ -36,6 +36,13 @@ Result<Mount> parse_mount(std::string_view text);
 // mounts at the same path (SRC:SRC). Empty items are errors.
 Result<std::vector<Mount>> parse_mount_list(std::string_view text);
 
+// Why `path` cannot be an absolute path on a node or in a container (empty, relative, over
+// kMaxContainerPathBytes, a control character, not UTF-8, a ".." component); "" when it can.
+std::string container_path_problem(std::string_view path);
+
+// Why `name` cannot label a container (not [A-Za-z0-9_.-], over kMaxContainerNameLength); "" when it can.
+std::string container_name_problem(std::string_view name);
+
 // Problems of the parts taken together, and of the plain fields: more than kMaxMounts mounts, two mounts
 // at one target, a workdir that is not absolute (or has ".."), a name that is not [A-Za-z0-9_.-]{1,128}.
 // Each names its field first ("container.workdir \"w\": ..."). The image and the mounts themselves are

@@ -138,6 +138,39 @@ TEST(SbatchPrecedence, TheCommandLineOverridesTheScriptAndTheRestStillCounts) {
   EXPECT_FALSE(noted->effects.wait);
 }
 
+// `railyard sbatch --container-image=... run.sub`: pyxis' options on the command line override the
+// script's, as sbatch's own do.
+TEST(SbatchPrecedence, ContainerOptionsOnTheCommandLineOverrideTheScripts) {
+  const std::string script =
+      "#!/bin/bash\n#SBATCH -G 8 --container-image=ubuntu:22.04 --container-mounts=/lustre:/data:ro\n"
+      "#SBATCH --container-workdir=/work\nhostname\n";
+  const std::vector<std::string> cli = {"--container-image", "nvcr.io#nvidia/pytorch:24.04-py3",
+                                        "--container-writable", "--container-mounts=/scratch:/scratch"};
+  auto r = parse_sbatch_script(script, cli);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->spec.container);
+  EXPECT_EQ(r->spec.container->image, "nvcr.io/nvidia/pytorch:24.04-py3");
+  EXPECT_EQ(r->spec.container->mounts, (std::vector<Mount>{{"/scratch", "/scratch", false}}));
+  EXPECT_EQ(r->spec.container->workdir, "/work") << "the script's, not overridden";
+  EXPECT_TRUE(r->spec.container->writable);
+
+  auto from_cli = parse_sbatch_script("#!/bin/bash\n#SBATCH -G 1\nhostname\n",
+                                      std::vector<std::string>{"--container-image=ubuntu"});
+  ASSERT_TRUE(from_cli) << from_cli.error().message;
+  ASSERT_TRUE(from_cli->spec.container);
+  EXPECT_EQ(from_cli->spec.container->image, "ubuntu");
+  auto bad = parse_sbatch_script(script, std::vector<std::string>{"--container-mounts=/a:b"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("command line: --container-mounts=/a:b: mount \"/a:b\""),
+            std::string::npos)
+      << bad.error().message;
+
+  // A flag without a value does not swallow the script's name.
+  auto inv = split_sbatch_args(std::vector<std::string>{"--container-writable", "run.sub"});
+  ASSERT_TRUE(inv) << inv.error().message;
+  EXPECT_EQ(inv->script, "run.sub");
+}
+
 TEST(SbatchCommandLine, SplitsOptionsScriptAndArguments) {
   const std::vector<std::string> args = {"-N",       "2", "--ntasks-per-node=8", "-t5", "--wait", "run.sub",
                                          "--epochs", "3"};

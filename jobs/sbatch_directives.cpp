@@ -274,6 +274,7 @@ void take_whole_nodes(ImportState& st) {
 }  // namespace
 
 void finish_import(std::string_view script, ImportState& st) {
+  finish_container(st);
   JobSpec& spec = st.out.spec;
   if (spec.gpus_per_node > 0 && spec.nodes == 0 && spec.gpus == 0) spec.nodes = 1;  // sbatch's default
   if (spec.gpus == 0 && spec.gpus_per_node == 0) take_whole_nodes(st);

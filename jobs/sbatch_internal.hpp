@@ -1,6 +1,7 @@
 // Internals of the #SBATCH importer shared by sbatch.cpp (script scanning, tokens), sbatch_directives.cpp
-// (what each mapped option means), sbatch_options.cpp (every sbatch option: arity, mapping or why it is
-// ignored) and sbatch_cmdline.cpp (sbatch's own command line). Not for use outside jobs/.
+// (what each mapped option means), sbatch_container.cpp (pyxis' --container-* options), sbatch_options.cpp
+// (every sbatch option: arity, mapping or why it is ignored) and sbatch_cmdline.cpp (sbatch's own command
+// line). Not for use outside jobs/.
 #pragma once
 
 #include <optional>
@@ -80,6 +81,15 @@ void on_nice(const Option& o, ImportState& st);
 void on_priority(const Option& o, ImportState& st);
 void on_spread_job(const Option& o, ImportState& st);
 void on_honoured(const Option& o, ImportState& st);
+// pyxis' container options (sbatch_container.cpp).
+void on_container_image(const Option& o, ImportState& st);
+void on_container_mounts(const Option& o, ImportState& st);
+void on_container_workdir(const Option& o, ImportState& st);
+void on_container_name(const Option& o, ImportState& st);
+void on_container_writable(const Option& o, ImportState& st);
+void on_container_readonly(const Option& o, ImportState& st);
+// After every directive: container options without an image, two mounts at one target, too many mounts.
+void finish_container(ImportState& st);
 // Options for the submitting command (SbatchImport::Effects).
 void on_hold(const Option& o, ImportState& st);
 void on_wait(const Option& o, ImportState& st);
@@ -91,8 +101,8 @@ void on_command_line_only(const Option& o, ImportState& st);
 // Applies one option to the import; unknown options become a warning.
 void apply_option(const Option& option, ImportState& st);
 
-// After every directive: Slurm's defaults (one node), whole nodes when no GPU count was asked for, the
-// command, and warnings for what is missing.
+// After every directive: the container's checks (finish_container), Slurm's defaults (one node), whole
+// nodes when no GPU count was asked for, the command, and warnings for what is missing.
 void finish_import(std::string_view script, ImportState& st);
 
 // Shell-like words: whitespace separates, quotes group, a backslash escapes outside single quotes, an

@@ -245,6 +245,85 @@ TEST(Sbatch, ReportsEveryErrorAtOnce) {
       "D-HH, D-HH:MM or D-HH:MM:SS");
 }
 
+// pyxis' options, as NVIDIA's and most GPU sites' scripts write them.
+TEST(Sbatch, PyxisContainerOptionsGiveTheContainer) {
+  auto r = parse_sbatch_script(
+      "#!/bin/bash\n#SBATCH -N 2 --gpus-per-node=8 -t 10\n"
+      "#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.04-py3\n"
+      "#SBATCH --container-mounts=/lustre/ada:/data:ro,/scratch\n"
+      "#SBATCH --container-mounts /home/ada/ckpt:/ckpt,/scratch:/scratch\n"
+      "#SBATCH --container-workdir=/workspace --container-name=pt:no_exec --container-writable\n"
+      "srun python train.py\n");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->spec.container);
+  const ContainerSpec& c = *r->spec.container;
+  EXPECT_EQ(c.image, "nvcr.io/nvidia/pytorch:24.04-py3");
+  EXPECT_EQ(c.mounts, (std::vector<Mount>{{"/lustre/ada", "/data", true},
+                                          {"/scratch", "/scratch", false},
+                                          {"/home/ada/ckpt", "/ckpt", false}}));  // /scratch once
+  EXPECT_EQ(c.workdir, "/workspace");
+  EXPECT_EQ(c.name, "pt");
+  EXPECT_TRUE(c.writable);
+  EXPECT_TRUE(has_warning(*r, "line 6: --container-name=pt:no_exec: flag \"no_exec\" ignored"))
+      << all_warnings(*r);
+
+  auto ro = parse_sbatch_script(
+      "#!/bin/bash\n#SBATCH --container-writable --container-readonly --container-image=ubuntu -G 1\nls\n");
+  ASSERT_TRUE(ro) << ro.error().message;
+  ASSERT_TRUE(ro->spec.container);
+  EXPECT_FALSE(ro->spec.container->writable);
+  auto plain =
+      parse_sbatch_script("#!/bin/bash\n#SBATCH -G 1 --container-readonly --no-container-mount-home\nls\n");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_FALSE(plain->spec.container) << "the default: no container";
+  EXPECT_FALSE(has_warning(*plain, "container")) << all_warnings(*plain);
+
+  auto noted = parse_sbatch_script(
+      "#!/bin/bash\n#SBATCH -G 1 -t 5 --container-image=ubuntu --container-mount-home "
+      "--container-save=/x.sqsh\nls\n");
+  ASSERT_TRUE(noted) << noted.error().message;
+  EXPECT_TRUE(
+      has_warning(*noted, "#SBATCH --container-mount-home ignored: the home directory is not mounted"))
+      << all_warnings(*noted);
+  EXPECT_TRUE(has_warning(*noted, "#SBATCH --container-save=/x.sqsh ignored: containers are not saved"))
+      << all_warnings(*noted);
+}
+
+TEST(Sbatch, PyxisContainerRefusalsNameTheLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"#SBATCH --container-image=/images/pt.sqsh",
+       "line 1: --container-image=/images/pt.sqsh: a file, not an image"},
+      {"#SBATCH --container-image=\"nv cr.io\"", "line 1: --container-image=nv cr.io: contains a space"},
+      {"#SBATCH --container-image=docker-archive:pt.tar",
+       "docker-archive: needs the archive's absolute path"},
+      {"#SBATCH --container-image=ubuntu --container-mounts=/a:/b,data:/data",
+       "line 1: --container-mounts=/a:/b,data:/data: mount \"data:/data\": source \"data\": not an absolute "
+       "path"},
+      {"#SBATCH --container-image=ubuntu --container-mounts=/a:/",
+       "mount \"/a:/\": target \"/\": cannot mount over the container's root"},
+      {"#SBATCH --container-image=ubuntu --container-mounts=/a:/b:rbind",
+       "option \"rbind\": expected ro or rw"},
+      {"#SBATCH --container-image=ubuntu --container-workdir=workspace",
+       "line 1: --container-workdir=workspace: a folder inside the container: not an absolute path"},
+      {"#SBATCH --container-image=ubuntu --container-name=\"a b\"",
+       "--container-name=a b: only letters, digits"},
+      {"#SBATCH --container-mounts=/a:/b", "without --container-image: name the image to run in"},
+      {"#SBATCH --container-name=pt", "without --container-image"},
+      {"#SBATCH --container-image=ubuntu --container-mounts=/a:/data\n#SBATCH --container-mounts=/b:/data:ro",
+       "container.mounts: two mounts at \"/data\" (\"/a:/data\" and \"/b:/data:ro\")"},
+      {"#SBATCH --container-image", "line 1: --container-image: needs a value"},
+  };
+  for (const auto& [script, expected] : cases) {
+    auto r = parse_sbatch_script("#!/bin/bash\n" + script + "\nhostname\n");
+    ASSERT_FALSE(r) << script;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    std::string want = expected;
+    if (want.starts_with("line 1")) want.replace(5, 1, "2");  // after the #! line
+    EXPECT_NE(r.error().message.find(want), std::string::npos)
+        << script << "\nerror: " << r.error().message << "\nwanted: " << want;
+  }
+}
+
 TEST(Sbatch, RefusesWhatCannotBeAScript) {
   EXPECT_FALSE(parse_sbatch_script(std::string("#!/bin/bash\n\0", 13)));
   EXPECT_FALSE(parse_sbatch_script("#!/bin/bash\necho \xff\n"));
