@@ -6,7 +6,10 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config libboost1.81-dev libsqlite3-dev sqlite3
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
       libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libssl-dev openssl ca-certificates zlib1g-dev chromium
-      lld etcd-server etcd-client curl jq libbpf-dev)
+      lld etcd-server etcd-client curl jq libbpf-dev
+      runc podman mmdebstrap busybox-static)
+# runc before podman: podman depends on "crun | runc", and crun fails on these hosts' cgroups (TOOLCHAIN.md).
+# podman, mmdebstrap and busybox-static make the containers' images (deploy/images.sh).
 
 missing=()
 for p in "${PKGS[@]}"; do
