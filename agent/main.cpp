@@ -49,6 +49,10 @@ struct Flags {
   std::string exec_helper;
   std::string mpirun = "mpirun";
   std::string mpi_output_dir;
+  bool no_containers = false;
+  std::string container_engine = "podman";
+  std::string oci_runtime;
+  std::string dev_dir = "/dev";
   std::string health_script;
   long long min_free_mb = 1024;
   double reconnect_max_s = 30;
@@ -199,6 +203,10 @@ int run(const Flags& f) {
   o.exec_helper = f.exec_helper;
   o.mpirun = f.mpirun;
   if (!f.mpi_output_dir.empty()) o.mpi_output_dir = std::filesystem::absolute(f.mpi_output_dir);
+  o.containers = !f.no_containers;
+  o.container.engine = f.container_engine;
+  o.container.oci_runtime = f.oci_runtime;
+  o.container.dev = f.dev_dir;
   o.grace = duration_cast<milliseconds>(duration<double>(f.grace_s));
   o.health.script = f.health_script;
   o.health.min_free_bytes = f.min_free_mb << 20;
@@ -290,6 +298,12 @@ int main(int argc, char** argv) {
   app.add_option(
       "--mpi-output-dir", f.mpi_output_dir,
       "where mpi ranks' own logs go (default: <state-dir>/mpi-output); the same path on every node");
+  app.add_flag("--no-containers", f.no_containers, "run no image jobs here (no container engine is looked for)");
+  app.add_option("--container-engine", f.container_engine, "the engine image jobs run in (podman)")
+      ->capture_default_str();
+  app.add_option("--oci-runtime", f.oci_runtime,
+                 "the engine's OCI runtime (podman --runtime); default: podman's own, else runc");
+  app.add_option("--dev-dir", f.dev_dir, "where the GPUs' device nodes (nvidiaN) are")->capture_default_str();
   app.add_option("--health-script", f.health_script,
                  "run as SCRIPT NODE every 30 s; non-zero drains the node");
   app.add_option("--min-free-mb", f.min_free_mb, "free space the state dir needs")->capture_default_str();

@@ -197,14 +197,29 @@ std::optional<long long> cgroup_memory_limit(const std::vector<std::string>& dir
   return std::nullopt;
 }
 
+namespace {
+
+// Child groups first (a container engine makes its own below the allocation's: --cgroup-parent), so each
+// directory is empty of groups when its turn comes.
+void groups_below(const fs::path& dir, std::vector<fs::path>& out) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec) && !it->is_symlink(ec)) groups_below(it->path(), out);
+  out.push_back(dir);
+}
+
+}  // namespace
+
 bool remove_cgroup(const std::vector<std::string>& dirs) {
-  for (const auto& d : dirs) {
-    std::ifstream procs(fs::path(d) / "cgroup.procs");
+  std::vector<fs::path> all;
+  for (const auto& d : dirs) groups_below(d, all);
+  for (const auto& d : all) {
+    std::ifstream procs(d / "cgroup.procs");
     for (pid_t pid = 0; procs >> pid;)
       if (pid > 1) kill(pid, SIGKILL);
   }
   bool gone = true;
-  for (const auto& d : dirs)  // a cgroup directory goes once empty; its files are virtual
+  for (const auto& d : all)  // a cgroup directory goes once empty; its files are virtual
     if (rmdir(d.c_str()) != 0 && errno != ENOENT) gone = false;
   return gone;
 }

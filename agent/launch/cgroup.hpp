@@ -78,7 +78,8 @@ std::unique_ptr<CgroupDriver> make_cgroup_v1(
 long long cgroup_oom_kills(const std::vector<std::string>& dirs);
 // The memory limit in force (memory.max or memory.limit_in_bytes); nullopt when unlimited or unreadable.
 std::optional<long long> cgroup_memory_limit(const std::vector<std::string>& dirs);
-// SIGKILLs what is still in the group (processes that left their process group), then removes each
+// SIGKILLs what is still in the group and in the groups below it (processes that left their process group;
+// a container engine's group of an image job), then removes each
 // directory. True when every directory is gone; false while killed processes have not exited yet (the
 // kernel refuses to remove a group with members): call it again later.
 bool remove_cgroup(const std::vector<std::string>& dirs);

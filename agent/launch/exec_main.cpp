@@ -32,6 +32,7 @@
 #include <filesystem>
 #include <string>
 
+#include "agent/launch/plan.hpp"
 #include "common/net/http_client.hpp"
 
 namespace {
@@ -134,7 +135,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: railyard-agent-exec <host> <command...>\n");
     return 2;
   }
-  const std::string host = argv[1];
+  std::string host = argv[1];
+  // An image job's hostfile names every node with this suffix (plan.hpp): the node is the name without it.
+  const std::string suffix = railyard::agent::kMpiDaemonHostSuffix;
+  if (host.size() > suffix.size() && host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0)
+    host.resize(host.size() - suffix.size());
   if (!safe_host(host)) {
     std::fprintf(stderr, "railyard-agent-exec: bad host name '%s'\n", host.c_str());
     return 2;

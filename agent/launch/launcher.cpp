@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
@@ -91,7 +92,10 @@ void Launcher::note(std::vector<std::string>& notes, std::string text) const {
 }
 
 Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const AllocDir& dir) const {
-  const EnvMap base = options_.inherit_env ? environ_map() : EnvMap{};
+  // A process in an image gets the image's environment and the job's, never the agent's (its PATH and
+  // library paths name the host's files). mpirun stays on the host (its daemons run in the image).
+  const bool host_process = !req.spec.container || req.spec.launcher == jobs::Launcher::kMpi;
+  const EnvMap base = options_.inherit_env && host_process ? environ_map() : EnvMap{};
   switch (req.spec.launcher) {
     case jobs::Launcher::kEnv:
       return plan_env_ranks(req, inventory_, base);
@@ -102,7 +106,8 @@ Result<std::vector<ProcessPlan>> Launcher::plan(const LaunchRequest& req, const 
                     (dir.path() / "hostfile").string(),
                     options_.state_dir.string(),
                     geteuid() == 0,
-                    out.empty() ? "" : (out / req.alloc_id).string()};
+                    out.empty() ? "" : (out / req.alloc_id).string(),
+                    req.spec.container.has_value()};
       auto mpi = plan_mpirun(req, inventory_, base, s);
       if (!mpi) return mpi.error();
       if (auto w = dir.write("hostfile", mpi->hostfile_text); !w) return w.error();
@@ -147,6 +152,78 @@ Result<RankRecord> spawn_in_alloc(const AllocDir& dir, int rank, const std::stri
   if (keep_stdout) *keep_stdout = std::move(*out);
   return RankRecord{rank, spawned->pid, spawned->pgid, spawned->start_ticks, (dir.path() / (log_base + ".out")).string(),
                     (dir.path() / (log_base + ".err")).string()};
+}
+
+namespace {
+
+// A cgroup directory's path inside its hierarchy ("/railyard/12-12.1-n1" for
+// /sys/fs/cgroup/memory/railyard/12-12.1-n1): what --cgroup-parent takes. The hierarchy's root is the
+// topmost directory above it on the same file system.
+std::string path_in_hierarchy(const fs::path& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return {};
+  fs::path root = dir;
+  for (fs::path up = root.parent_path(); up != root && !up.empty(); up = root.parent_path()) {
+    struct stat ust {};
+    if (stat(up.c_str(), &ust) != 0 || ust.st_dev != st.st_dev) break;
+    root = up;
+  }
+  const std::string rel = fs::path(dir).lexically_relative(root).string();
+  return rel.empty() || rel == "." ? std::string("/") : "/" + rel;
+}
+
+}  // namespace
+
+Result<SpawnSpec> Launcher::container_spawn(const LaunchRequest& req, const ProcessPlan& plan, const AllocDir& dir,
+                                            const std::optional<Credentials>& user,
+                                            const std::vector<std::string>& cgroups,
+                                            const std::vector<std::string>& extra_mounts,
+                                            const std::string& name) const {
+  const jobs::ContainerSpec& c = *req.spec.container;
+  if (!options_.containers)
+    return Error{ErrorCode::kUnavailable, "node " + req.local().name + " has no container engine for image " + c.image};
+  auto mounts = checked_mounts(c.mounts, user);
+  if (!mounts) return mounts.error();
+  std::vector<jobs::Mount> all = {{dir.path().string(), dir.path().string(), false}};
+  for (const auto& m : extra_mounts) all.push_back({m, m, false});
+  all.insert(all.end(), mounts->begin(), mounts->end());
+  auto text = env_file_text(plan.env);
+  if (!text) return text.error();
+  // The env file is root's and in a root-only directory: the job's values (tokens, keys) stay out of every
+  // command line and out of the user's reach as a file the engine reads.
+  const fs::path env_dir = options_.state_dir / "containers" / req.alloc_id;
+  std::error_code ec;
+  fs::create_directories(env_dir, ec);
+  if (ec || chmod(env_dir.c_str(), 0700) != 0 || chmod(env_dir.parent_path().c_str(), 0700) != 0)
+    return internal_error("cannot make " + env_dir.string());
+  const fs::path env_file = env_dir / (name + ".env");
+  {
+    const int fd = open(env_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return internal_error("cannot write " + env_file.string() + ": " + std::strerror(errno));
+    Fd owned(fd);
+    if (write(fd, text->data(), text->size()) != static_cast<ssize_t>(text->size()))
+      return internal_error("cannot write " + env_file.string());
+  }
+  ContainerProcess p;
+  p.image = c.image;
+  p.command = plan.argv;
+  p.env_file = env_file.string();
+  p.user = user;
+  p.workdir = !c.workdir.empty() ? c.workdir : !plan.workdir.empty() ? plan.workdir : dir.path().string();
+  p.mounts = std::move(all);
+  p.writable = c.writable;
+  p.cgroup_parent = cgroups.empty() ? "" : path_in_hierarchy(cgroups.front());
+  p.gpus = req.local().gpus;
+  p.name = name;
+  p.labels = {{"railyard.alloc", req.alloc_id},
+              {"railyard.node", req.local().name},
+              {"railyard.job", std::to_string(req.job_id)}};
+  if (!c.name.empty()) p.labels["railyard.name"] = c.name;
+  SpawnSpec spec;
+  spec.argv = options_.containers->run_argv(p);
+  spec.env = options_.containers->engine_env();
+  spec.workdir = dir.path().string();
+  return spec;
 }
 
 // Only the job's user may enter: its logs, hostfile and scratch files are its own.
@@ -199,9 +276,22 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
     procs_fds.push_back(fd);
   }
 
+  const bool in_image = req.spec.container && req.spec.launcher != jobs::Launcher::kMpi;
   for (const auto& p : *plans) {
     SpawnSpec spec{p.argv, p.env, p.workdir.empty() ? dir->path().string() : p.workdir, -1, -1, *creds, procs_fds,
                    options_.job_umask};
+    if (in_image) {
+      auto c = container_spawn(req, p, *dir, *creds, rec.cgroups, {},
+                               container_name(req.alloc_id, req.local().name, "rank" + std::to_string(p.rank)));
+      if (!c) {
+        kill_started(rec.ranks);
+        close_fds();
+        remove_cgroup(rec.cgroups);
+        return c.error();
+      }
+      c->cgroup_procs_fds = procs_fds;
+      spec = std::move(*c);
+    }
     auto spawned = spawn_in_alloc(*dir, p.rank, "rank-" + std::to_string(p.rank), spec, p.rank == 0 ? &out.rank0_out : nullptr);
     if (!spawned) {
       kill_started(rec.ranks);

@@ -20,6 +20,7 @@
 #include "agent/discovery/inventory.hpp"
 #include "agent/launch/alloc_dir.hpp"
 #include "agent/launch/cgroup.hpp"
+#include "agent/launch/container.hpp"
 #include "agent/launch/process.hpp"
 #include "agent/launch/request.hpp"
 #include "agent/state/alloc_state.hpp"
@@ -41,7 +42,9 @@ struct LauncherOptions {
   CgroupSetup cgroup;   // where allocation groups go; detected once, when the Launcher is made
   // Mode creation mask of the job's processes: its files are for its user alone unless configured.
   std::optional<mode_t> job_umask = 077;
-  bool inherit_env = true;                      // workers start from the agent's environment
+  bool inherit_env = true;                      // workers start from the agent's environment (host jobs)
+  // The engine image jobs run in (agent/launch/container.hpp); null: this node runs no image job.
+  std::shared_ptr<const ContainerRuntime> containers;
   std::function<void(const std::string&)> log;  // notes such as "cgroup skipped"; default: stderr
 };
 
@@ -70,6 +73,16 @@ class Launcher {
   // An existing allocation directory (its logs, after the job ended or the agent restarted).
   Result<AllocDir> open_alloc_dir(long long job_id, const std::string& alloc_id) const;
   const LauncherOptions& options() const { return options_; }
+
+  // One process of an image job (spec.container set, its image already in the engine's cache): `plan` run
+  // in the image as the job's user by the engine's client, which runs as the agent with its own clean
+  // environment and joins the allocation's cgroup through `spec.cgroup_procs_fds` like any job process.
+  // The plan's environment goes to a root-only env file; the allocation directory, `extra_mounts` (each at
+  // its own path, the agent's own directories) and the job's mounts (checked readable by the user) are
+  // mounted; the container's cgroup is a child of the allocation's (`cgroups`, from cgroup_for).
+  Result<SpawnSpec> container_spawn(const LaunchRequest& request, const ProcessPlan& plan, const AllocDir& dir,
+                                    const std::optional<Credentials>& user, const std::vector<std::string>& cgroups,
+                                    const std::vector<std::string>& extra_mounts, const std::string& name) const;
   // Whether allocation groups can be made here (a cgroup mechanism was found and not disabled).
   bool isolates() const { return cgroups_ != nullptr; }
   // "cgroups: cgroup v1 (memory at ...)" or "cgroups: none (why)": for the agent's start-up log.

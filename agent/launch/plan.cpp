@@ -97,7 +97,9 @@ Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, cons
     return invalid("the mpi launcher starts mpirun on the allocation's first node only");
   if (req.spec.command.empty()) return invalid("empty command");
   MpiPlan plan;
-  for (const auto& n : req.nodes) plan.hostfile_text += n.name + " slots=" + std::to_string(n.slots()) + "\n";
+  const std::string suffix = s.daemons_in_image ? kMpiDaemonHostSuffix : "";
+  for (const auto& n : req.nodes)
+    plan.hostfile_text += n.name + suffix + " slots=" + std::to_string(n.slots()) + "\n";
   std::vector<std::string> a = {s.mpirun};
   if (s.as_root) a.push_back("--allow-run-as-root");
   for (const char* w : {"--oversubscribe", "--hostfile"}) a.push_back(w);
@@ -117,6 +119,7 @@ Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, cons
       {"btl_tcp_if_include", "lo"},     {"plm_rsh_no_tree_spawn", "1"}, {"orte_leave_session_attached", "1"},
       {"rtc_hwloc_vmhole", "none"}};
   for (const auto& [k, v] : mca) a.insert(a.end(), {"--mca", k, v});
+  if (s.daemons_in_image) a.insert(a.end(), {"--mca", "orte_keep_fqdn_hostnames", "1"});
   if (!s.output_dir.empty()) a.insert(a.end(), {"--output-filename", s.output_dir});
   // Job and Railyard variables travel to every rank; the per-node ones (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA,
   // RAILYARD_NODE) are set by the helper for its host from RAILYARD_ALLOC_GPUS (later: by that host's agent).

@@ -43,7 +43,14 @@ struct MpiSettings {
   // The allocation's per-rank output directory (--output-filename): an absolute path the same on every node
   // of the allocation, made by each node's agent for the job's user. Empty: no per-rank files.
   std::string output_dir;
+  // The job runs in an image: every node's ranks, node 0's too, are started by an orted that the node's
+  // agent runs in the image (an exec order), so mpirun must host no rank itself. Each hostfile name gets
+  // kMpiDaemonHostSuffix, which no local name matches, and orte_keep_fqdn_hostnames keeps it whole;
+  // railyard-agent-exec takes it off again.
+  bool daemons_in_image = false;
 };
+
+inline constexpr const char* kMpiDaemonHostSuffix = ".railyard-orted";
 
 struct MpiPlan {
   std::string hostfile_text;  // "node0 slots=2\nnode1 slots=2\n"

@@ -48,6 +48,19 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
   if (ec) return internal_error("cannot create " + options.state_dir.string() + ": " + ec.message());
   std::unique_ptr<Session> s(new Session(std::move(options)));
   const SessionOptions& o = s->options_;
+  if (o.containers) {
+    ContainerOptions co = o.container;
+    if (co.state_dir.empty()) co.state_dir = o.state_dir;
+    auto engine = detect_container_runtime(co);
+    if (engine) {
+      s->containers_ = std::move(*engine);
+    } else {
+      s->containers_why_ = engine.error().message;
+    }
+  } else {
+    s->containers_why_ = "disabled (--no-containers)";
+  }
+  s->log("containers: " + (s->containers_ ? s->containers_->describe() : "none (" + s->containers_why_ + ")"));
   for (const auto& name : o.nodes) {
     DiscoveryOptions d;
     d.node_name = name;
@@ -71,6 +84,7 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     lo.exec_helper = o.exec_helper;
     lo.mpirun = o.mpirun;
     lo.mpi_output_dir = o.mpi_output_dir.empty() ? o.state_dir / "mpi-output" : o.mpi_output_dir;
+    lo.containers = s->containers_;
     lo.log = [sp = s.get()](const std::string& text) { sp->log(text); };
     n->launcher = std::make_unique<Launcher>(lo, n->inventory);
     if (s->nodes_.empty()) s->log(n->launcher->cgroup_summary());  // the same for every node it hosts
@@ -106,6 +120,7 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
       n->allocs.emplace(rec.alloc_id, std::move(a));
       n->supervisor->adopt(std::move(rec));
     }
+    s->reap_orphan_containers(*n);
     s->nodes_.push_back(std::move(n));
   }
   if (std::ifstream in(o.state_dir / "epoch"); in) in >> s->epoch_;
@@ -289,6 +304,7 @@ protocol::RegisterNode Session::node_entry(const Node& n) const {
   const uid_t self = ::geteuid();
   const struct passwd* me = ::getpwuid(self);
   entry.runs_as = protocol::RunsAs{self, me != nullptr ? me->pw_name : std::to_string(self), self == 0};
+  if (containers_) entry.containers = containers_->describe();
   return entry;
 }
 
@@ -343,6 +359,7 @@ void Session::tick(Clock::time_point now) {
     next_heartbeat_ = now + heartbeat_;
   }
   groups_->refresh();
+  poll_engine_tasks();
   for (auto& n : nodes_) {
     poll_node(*n, now);
     if (auto h = n->health->poll(now); h && registered_) send(protocol::encode(protocol::Health{n->name, h->ok, h->reason}));

@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "agent/launch/cgroup.hpp"
+#include "agent/launch/container.hpp"
+#include "agent/launch/request.hpp"
 #include "agent/session/health.hpp"
 #include "agent/session/protocol.hpp"
 #include "common/fd.hpp"
@@ -62,6 +64,9 @@ struct SessionOptions {
   // Parent of the mpi ranks' own output directories, the same path on every node (mpirun's
   // --output-filename names it for all of them); "" = <state_dir>/mpi-output.
   std::filesystem::path mpi_output_dir;
+  // Image jobs (agent/launch/container.hpp): whether to look for an engine at start, and how to run it.
+  bool containers = true;
+  ContainerOptions container;
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds metrics_interval{1000};
   std::chrono::milliseconds telemetry_interval{5000};  // metrics with telemetry only, when no events
@@ -105,6 +110,8 @@ class Session {
 
   struct Node;
   struct Alloc;
+  struct EngineTask;
+  struct ImagePull;
 
  private:
   explicit Session(SessionOptions options);
@@ -130,6 +137,21 @@ class Session {
   void answer_error(const std::string& code, const std::string& message);
   Node* node(const std::string& name);
 
+  // Image jobs (session_images.cpp). A launch of an image job whose image this node has not got waits for
+  // one pull of that image (its launch and exec orders kept in order, answered when the pull ends); a kill
+  // drops its orders. Engine commands run as child processes polled by tick(), never holding the loop.
+  // False: the image is here (the request's image now names the cached one); true: the order waits.
+  Result<bool> wait_for_image(const nlohmann::json& order, LaunchRequest& request,
+                              const std::optional<Credentials>& user);
+  bool queued_behind_pull(const std::string& alloc, const nlohmann::json& order);
+  bool drop_queued(const std::string& alloc);
+  void start_pull(const std::string& image, const std::string& source);
+  void pull_done(const std::string& image, int status, const std::string& output);
+  void run_engine(std::vector<std::string> argv, std::function<void(int, const std::string&)> done);
+  void poll_engine_tasks();
+  void remove_containers(Node& n, const std::string& alloc);
+  void reap_orphan_containers(Node& n);
+
   void poll_node(Node& n, Clock::time_point now);
   void finished(Node& n, const std::string& alloc, long long job, const std::string& state, int code);
   void stream_metrics(Node& n, Alloc& a, const std::string& alloc, Clock::time_point now, bool final);
@@ -148,6 +170,11 @@ class Session {
   std::chrono::milliseconds heartbeat_{5000};
   Clock::time_point next_heartbeat_{};
   std::unique_ptr<GroupLiveness> groups_;  // refreshed at the start of every tick
+  std::shared_ptr<const ContainerRuntime> containers_;  // null: no image jobs here (containers_why_ says why)
+  std::string containers_why_;
+  std::vector<std::unique_ptr<EngineTask>> engine_tasks_;
+  std::map<std::string, std::unique_ptr<ImagePull>> pulls_;  // by the image as the job names it
+  std::map<std::string, std::string> images_;  // cached here: the image as named -> the reference to run
   std::string challenge_;        // the scheduler's, from this connection's hello
   std::string agent_challenge_;  // ours, sent in register; "" until a hello came
   std::optional<protocol::OrderVerifier> verifier_;  // set once `registered` verified

@@ -32,6 +32,24 @@ struct Session::Alloc {
   int signal = 0;
   std::string message;  // why it ended: the first failing rank, or the kill order
   int execs = 0;
+  // An image job's launch order (its image resolved to the cached reference): exec orders run in the same
+  // image. Unset for host jobs, and for image jobs adopted after a restart (their exec orders are refused).
+  std::optional<LaunchRequest> image;
+  bool containers = false;  // has (or had) containers on this node: removed when it ends
+};
+
+// An engine command the agent waits for without blocking (a pull, a removal): output collected from a pipe.
+struct Session::EngineTask {
+  pid_t pid = 0;
+  Fd out;  // stdout and stderr together, non-blocking
+  std::string output;
+  std::function<void(int, const std::string&)> done;  // exit status (-1: killed), the output
+};
+
+// One image being brought into this node's cache, and the orders waiting for it.
+struct Session::ImagePull {
+  std::vector<std::pair<std::string, nlohmann::json>> waiting;  // (alloc, launch or exec order), in arrival order
+  Clock::time_point started{};
 };
 
 struct Session::Node {

@@ -84,6 +84,15 @@ void Session::on_launch(const json& msg) {
   // Made with this node's key: the scheduler checks it with the key of the allocation's first node, the one
   // whose mpirun asks for remote launches.
   req->spec.env["RAILYARD_EXEC_TOKEN"] = exec_token(key_of(n->name), req->alloc_id);
+  if (req->spec.container) {
+    if (!containers_)
+      return fail("node " + n->name + " cannot run image " + req->spec.container->image + ": " + containers_why_);
+    auto waits = wait_for_image(msg, *req, *creds);
+    if (!waits) return fail(waits.error().message);
+    if (*waits) return;  // answered when the pull ends
+    a.image = *req;
+    a.containers = true;
+  }
 
   if (req->spec.launcher == jobs::Launcher::kMpi && req->node_rank != 0) {
     // A later node of an mpi job: hold the GPUs; its orted arrives with an exec order.
@@ -115,6 +124,7 @@ void Session::on_launch(const json& msg) {
 
 void Session::on_kill(const std::string& alloc, const std::string& node_name, const std::string& reason) {
   Node* n = node(node_name);
+  drop_queued(alloc);  // a launch still waiting for its image never starts
   if (n && n->supervisor->contains(alloc)) {
     if (auto it = n->allocs.find(alloc); it != n->allocs.end() && it->second.message.empty())
       it->second.message = "killed: " + reason;
@@ -128,6 +138,7 @@ void Session::on_kill(const std::string& alloc, const std::string& node_name, co
 
 void Session::on_exec(const json& msg) {
   const auto order = msg.get<protocol::Exec>();
+  if (queued_behind_pull(order.alloc, msg)) return;  // its launch waits for the image: after it, in order
   protocol::ExecFailed failed{order.req, ""};
   auto send_failed = [&] { send(protocol::encode(failed)); };
   const std::string& alloc = order.alloc;
@@ -170,7 +181,8 @@ void Session::on_exec(const json& msg) {
       for (const auto& g : r.cgroups)
         if (const int fd = open((g + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC); fd >= 0)
           procs_fds.push_back(fd);
-  EnvMap env = environ_map();
+  // In an image, the image's environment and ours; on the host, the agent's too.
+  EnvMap env = a.image ? EnvMap{} : environ_map();
   // What railyard-agent-exec sets for a host when it runs the command itself (see exec_main.cpp).
   env["OMPI_MCA_btl_vader_backing_directory"] = (n->dir / "vader" / alloc).string();
   env["OMPI_MCA_orte_tmpdir_base"] = (n->dir / "ompi" / alloc).string();
@@ -186,6 +198,24 @@ void Session::on_exec(const json& msg) {
   // The words joined and run by a shell, as ssh would on the remote host (orted's argv carries quoting).
   SpawnSpec spec{{"/bin/sh", "-c", join_words(argv)}, to_env_list(env), dir->path().string(), -1, -1, *creds,
                  procs_fds, n->launcher->options().job_umask};
+  if (a.image) {
+    // orted in the job's image; Open MPI's directories of this allocation and its ranks' log directory are
+    // mounted at their paths.
+    std::vector<std::string> cgroups, own = {(n->dir / "vader" / alloc).string(), (n->dir / "ompi" / alloc).string()};
+    if (!mpi_out.empty()) own.push_back((mpi_out / alloc).string());
+    for (const auto& r : n->supervisor->records())
+      if (r.alloc_id == alloc) cgroups = r.cgroups;
+    const ProcessPlan plan{kFirstExecRank + a.execs, spec.argv, spec.env, ""};
+    auto c = n->launcher->container_spawn(*a.image, plan, *dir, *creds, cgroups, own,
+                                          container_name(alloc, n->name, "exec" + std::to_string(a.execs)));
+    if (!c) {
+      for (int fd : procs_fds) close(fd);
+      failed.message = c.error().message;
+      return send_failed();
+    }
+    c->cgroup_procs_fds = procs_fds;
+    spec = std::move(*c);
+  }
   auto spawned =
       spawn_in_alloc(*dir, kFirstExecRank + a.execs, "exec-" + n->name + "-" + std::to_string(a.execs), spec);
   for (int fd : procs_fds) close(fd);
@@ -321,6 +351,7 @@ void Session::poll_node(Node& n, Clock::time_point now) {
     } else if (auto* done = std::get_if<AllocationFinished>(&ev)) {
       auto it = n.allocs.find(done->alloc_id);
       if (it != n.allocs.end()) stream_metrics(n, it->second, done->alloc_id, now, true);
+      if (it != n.allocs.end() && it->second.containers) remove_containers(n, done->alloc_id);
       finished(n, done->alloc_id, done->job_id, std::string(to_string(done->state)), done->exit_code);
       n.allocs.erase(done->alloc_id);
     }

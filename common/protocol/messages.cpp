@@ -48,6 +48,7 @@ void to_json(json& j, const RegisterNode& m) {
   if (m.health) j["health"] = *m.health;
   if (m.mac) j["mac"] = *m.mac;
   if (m.runs_as) j["runs_as"] = *m.runs_as;
+  if (m.containers) j["containers"] = *m.containers;
 }
 void from_json(const json& j, RegisterNode& m) {
   m.name = get<std::string>(j, "name");
@@ -57,6 +58,7 @@ void from_json(const json& j, RegisterNode& m) {
   m.health = opt<HealthState>(j, "health");
   m.mac = opt<std::string>(j, "mac");
   m.runs_as = opt<RunsAs>(j, "runs_as");
+  m.containers = opt<std::string>(j, "containers");
 }
 
 void to_json(json& j, const Register& m) {

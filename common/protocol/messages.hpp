@@ -65,6 +65,9 @@ struct RegisterNode {
   std::optional<HealthState> health;
   std::optional<std::string> mac;  // per-node keys: node_mac() with this node's key
   std::optional<RunsAs> runs_as;
+  // The container engine this node runs image jobs with ("podman 4.3.1 (runc)"); absent: none (no engine,
+  // or it could not start a container when the agent started). Image jobs are placed only where present.
+  std::optional<std::string> containers;
 };
 
 struct Register {

@@ -264,6 +264,10 @@ class Pass {
     Request req = std::move(made).value();
     if (!within_quota(job, priority, req.shape.total * req.replicas)) return;
     if (auto short_by = beyond_present(req)) return pend(job, priority, PendingReason::kResources, *short_by);
+    if (req.needs_containers && std::none_of(req.eligible.begin(), req.eligible.end(), [](char e) { return e; }))
+      return pend(job, priority, PendingReason::kResources,
+                  "waits for a node that runs containers: no agent of a node that fits reported a container "
+                  "engine (podman)");
     if (blocked_by_) {
       return pend(job, priority, PendingReason::kPriority,
                   "waits behind higher-priority job " + std::to_string(*blocked_by_) + " (no backfill)");
@@ -571,7 +575,7 @@ Plan run_pass(const Snapshot& s, const NodeClasses& classes, ClusterUsage& usage
 
 Plan schedule(const Snapshot& snapshot) {
   if (!snapshot.cluster) return {};
-  NodeClasses classes(*snapshot.cluster);
+  NodeClasses classes(*snapshot.cluster, snapshot.containers);
   ClusterUsage usage(*snapshot.cluster, classes, snapshot.health);
   return Pass(snapshot, classes, usage).run();
 }

@@ -22,6 +22,7 @@ struct Scheduler::State {
   };
   const topology::Cluster* cluster = nullptr;
   std::vector<NodeHealth> health;
+  std::vector<char> containers;  // the classes' (a change of which nodes run image jobs rebuilds them)
   std::unique_ptr<NodeClasses> classes;
   std::unique_ptr<ClusterUsage> empty;  // fresh usage for `health`
   std::unique_ptr<ClusterUsage> work;   // the pass's usage
@@ -129,10 +130,11 @@ Scheduler& Scheduler::operator=(Scheduler&&) noexcept = default;
 Plan Scheduler::schedule(const Snapshot& snapshot) {
   if (!snapshot.cluster) return {};
   State& st = *state_;
-  if (st.cluster != snapshot.cluster) {
+  if (st.cluster != snapshot.cluster || st.containers != snapshot.containers) {
     st = State{};
     st.cluster = snapshot.cluster;
-    st.classes = std::make_unique<NodeClasses>(*snapshot.cluster);
+    st.containers = snapshot.containers;
+    st.classes = std::make_unique<NodeClasses>(*snapshot.cluster, snapshot.containers);
   }
   if (!st.empty || st.health != snapshot.health) {
     st.health = snapshot.health;

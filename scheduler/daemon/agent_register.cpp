@@ -157,6 +157,11 @@ void AgentHub::link_node(Conn& c, const protocol::RegisterNode& n, Linking& out)
     }
   }
   link = {c.peer.get(), c.agent, now, n.runs_as};
+  // Which nodes run image jobs is the pass's input: a change may place (or stop placing) image jobs.
+  if (service_.table().containers(id) != n.containers.has_value()) {
+    service_.table().set_containers(id, n.containers.has_value());
+    service_.request_pass();
+  }
   c.nodes.push_back(name);
   out.accepted.push_back(name);
   const int gpus = cluster.node(id).gpus;

@@ -168,7 +168,8 @@ void JobTable::apply(const std::vector<PendingNote>& notes) {
 JobTable::JobTable(const topology::Cluster& cluster)
     : cluster_(cluster),
       health_(static_cast<size_t>(cluster.node_count()), sched::NodeHealth::kUp),
-      health_reason_(static_cast<size_t>(cluster.node_count())) {
+      health_reason_(static_cast<size_t>(cluster.node_count())),
+      containers_(static_cast<size_t>(cluster.node_count()), 0) {
   occupancy_.reset(cluster.gpu_count());
 }
 

@@ -73,6 +73,10 @@ class JobTable {
   const std::map<JobId, JobRecord>& jobs() const { return jobs_; }
   JobId next_id() const { return jobs_.empty() ? 1 : jobs_.rbegin()->first + 1; }
   sched::NodeHealth health(topology::NodeId n) const { return health_[static_cast<size_t>(n)]; }
+  // Whether node n's agent runs image jobs, as its last register said (nodes no agent registered yet: no).
+  // In memory only: an agent says it again at every register.
+  void set_containers(topology::NodeId n, bool runs_images);
+  bool containers(topology::NodeId n) const { return containers_[static_cast<size_t>(n)] != 0; }
   const std::string& health_reason(topology::NodeId n) const {
     return health_reason_[static_cast<size_t>(n)];
   }
@@ -230,6 +234,7 @@ class JobTable {
   sched::Snapshot with_draining_;  // pass_input() while allocations drain
   std::vector<sched::NodeHealth> health_;
   std::vector<std::string> health_reason_;
+  std::vector<char> containers_;  // per node: Snapshot::containers
   std::map<std::string, GpuHold> draining_;  // by allocation id
   std::map<std::pair<JobId, int>, RunRecord> runs_;
   std::map<QuotaKey, QuotaRecord> quotas_;

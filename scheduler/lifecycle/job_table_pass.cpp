@@ -59,10 +59,15 @@ void JobTable::add_draining(sched::Snapshot& s) const {
     if (const JobRecord* r = find(d.job)) s.running.push_back({--fake, &r->spec, d.gpus, {}, s.now});
 }
 
+void JobTable::set_containers(topology::NodeId n, bool runs_images) {
+  containers_[static_cast<size_t>(n)] = runs_images ? 1 : 0;
+}
+
 sched::Snapshot& JobTable::pass_input(int64_t now) {
   live_.cluster = &cluster_;
   live_.now = now;
   if (live_.health != health_) live_.health = health_;
+  if (live_.containers != containers_) live_.containers = containers_;
   add_dependencies(live_);
   if (draining_.empty()) return live_;
   with_draining_ = live_;
@@ -74,6 +79,7 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   sched::Snapshot s;
   s.cluster = &cluster_;
   s.health = health_;
+  s.containers = containers_;
   s.now = now;
   s.pending = live_.pending;
   s.running.reserve(live_.running.size() + draining_.size());

@@ -100,6 +100,9 @@ struct PolicyConfig {
 struct Snapshot {
   const topology::Cluster* cluster = nullptr;
   std::vector<NodeHealth> health;                       // per NodeId; empty = all up
+  // Per NodeId: 1 where the node's agent runs image jobs (it reported a container engine); empty = every
+  // node does. Image jobs (spec.container) are placed only there.
+  std::vector<char> containers;
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
   std::map<jobs::Dependency, DependencyState> dependencies;  // of pending jobs; missing = waiting

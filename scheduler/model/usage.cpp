@@ -5,19 +5,23 @@
 
 namespace railyard::sched {
 
-NodeClasses::NodeClasses(const topology::Cluster& cluster) {
+NodeClasses::NodeClasses(const topology::Cluster& cluster, const std::vector<char>& containers) {
   // Clusters have a handful of classes: a linear search beats a map keyed by feature lists.
   std::vector<std::vector<std::string>> sorted_features;
   class_of.reserve(cluster.node_count());
   for (const auto& node : cluster.nodes()) {
     std::vector<std::string> features = node.features;
     std::sort(features.begin(), features.end());
+    const size_t id = class_of.size();
+    const char runs_images = containers.empty() || (id < containers.size() && containers[id]);
     int found = -1;
     for (int c = 0; c < count() && found < 0; ++c)
-      if (class_profile[c] == node.profile && sorted_features[c] == features) found = c;
+      if (class_profile[c] == node.profile && sorted_features[c] == features && class_containers[c] == runs_images)
+        found = c;
     if (found < 0) {
       found = count();
       class_profile.push_back(node.profile);
+      class_containers.push_back(runs_images);
       class_features.push_back(&node.features);
       class_nodes.push_back(0);
       sorted_features.push_back(std::move(features));

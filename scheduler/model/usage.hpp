@@ -57,13 +57,15 @@ class NodeSet {
   int size_ = 0;
 };
 
-// Node classes: nodes with the same profile and features are interchangeable for eligibility.
+// Node classes: nodes with the same profile, features and container engine (Snapshot::containers) are
+// interchangeable for eligibility.
 struct NodeClasses {
-  explicit NodeClasses(const topology::Cluster& cluster);
+  explicit NodeClasses(const topology::Cluster& cluster, const std::vector<char>& containers = {});
   std::vector<int> class_of;              // per node
   std::vector<int> class_profile;         // per class
   std::vector<const std::vector<std::string>*> class_features;  // per class
   std::vector<int> class_nodes;           // per class: node count
+  std::vector<char> class_containers;     // per class: its nodes run image jobs
   int count() const { return static_cast<int>(class_profile.size()); }
 };
 

@@ -108,6 +108,15 @@ Result<Request> make_request(const jobs::JobSpec& spec, const topology::Cluster&
   if (r.shape.nodes > capable_nodes)
     return invalid("needs " + std::to_string(r.shape.nodes) + " nodes with " + std::to_string(r.shape.k_max()) +
                    " GPUs each; the cluster has " + std::to_string(capable_nodes));
+  // Which nodes run containers changes with their agents: an image job is never refused for it, it waits
+  // (Request::needs_containers says why).
+  if (spec.container)
+    for (int c = 0; c < classes.count(); ++c)
+      if (r.eligible[c] && !classes.class_containers[c]) {
+        r.eligible[c] = 0;
+        r.needs_containers = true;
+        if (c < 64) r.class_mask &= ~(uint64_t{1} << c);
+      }
   return r;
 }
 

@@ -28,6 +28,7 @@ struct Request {
   jobs::Layout layout = jobs::Layout::kAuto;
   Window window;                              // set per attempt: [start, start + time limit)
   uint64_t class_mask = 0;                    // eligible classes as bits (0 when more than 64 classes)
+  bool needs_containers = false;              // an image job that some nodes were left out for (no engine)
   bool is_mig() const { return !spec->mig.empty(); }
 };
 
