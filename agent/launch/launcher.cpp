@@ -177,7 +177,7 @@ std::string path_in_hierarchy(const fs::path& dir) {
 Result<SpawnSpec> Launcher::container_spawn(const LaunchRequest& req, const ProcessPlan& plan, const AllocDir& dir,
                                             const std::optional<Credentials>& user,
                                             const std::vector<std::string>& cgroups,
-                                            const std::vector<std::string>& extra_mounts,
+                                            const std::vector<jobs::Mount>& extra_mounts,
                                             const std::string& name) const {
   const jobs::ContainerSpec& c = *req.spec.container;
   if (!options_.containers)
@@ -185,7 +185,7 @@ Result<SpawnSpec> Launcher::container_spawn(const LaunchRequest& req, const Proc
   auto mounts = checked_mounts(c.mounts, user);
   if (!mounts) return mounts.error();
   std::vector<jobs::Mount> all = {{dir.path().string(), dir.path().string(), false}};
-  for (const auto& m : extra_mounts) all.push_back({m, m, false});
+  all.insert(all.end(), extra_mounts.begin(), extra_mounts.end());
   all.insert(all.end(), mounts->begin(), mounts->end());
   auto text = env_file_text(plan.env);
   if (!text) return text.error();

@@ -200,9 +200,15 @@ void Session::on_exec(const json& msg) {
                  procs_fds, n->launcher->options().job_umask};
   if (a.image) {
     // orted in the job's image; Open MPI's directories of this allocation and its ranks' log directory are
-    // mounted at their paths.
-    std::vector<std::string> cgroups, own = {(n->dir / "vader" / alloc).string(), (n->dir / "ompi" / alloc).string()};
-    if (!mpi_out.empty()) own.push_back((mpi_out / alloc).string());
+    // mounted at their paths, and so is railyard-agent-exec, read-only: orted refuses to start when the
+    // plm_rsh_agent mpirun passes it is not there, though with no tree spawn it never runs it.
+    std::vector<std::string> cgroups;
+    std::vector<jobs::Mount> own;
+    for (const auto& d : {n->dir / "vader" / alloc, n->dir / "ompi" / alloc})
+      own.push_back({d.string(), d.string(), false});
+    if (!mpi_out.empty()) own.push_back({(mpi_out / alloc).string(), (mpi_out / alloc).string(), false});
+    const std::string& helper = n->launcher->options().exec_helper;
+    if (!helper.empty() && helper.front() == '/') own.push_back({helper, helper, true});
     for (const auto& r : n->supervisor->records())
       if (r.alloc_id == alloc) cgroups = r.cgroups;
     const ProcessPlan plan{kFirstExecRank + a.execs, spec.argv, spec.env, ""};
