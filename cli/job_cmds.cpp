@@ -220,6 +220,8 @@ void print_show(const Json& job, const Json& estimate, const Json& events) {
   row("gpus", gpus_cell(job) + (job.value("gpu_type", "").empty() ? "" : " x " + job.value("gpu_type", "")));
   if (job.contains("spec") && job["spec"].contains("command") && !job["spec"]["command"].empty())
     row("command", job["spec"]["command"].dump());
+  if (job.contains("spec"))
+    for (const auto& [k, v] : container_rows(job["spec"])) row(k, v);
   row("submitted", format_time(job["submit_time"]));
   row("started", format_time(job["start_time"]));
   row("ended", format_time(job["end_time"]));

@@ -1,6 +1,7 @@
 // `railyard submit`: a job file (JSON spec), a Slurm batch script (#SBATCH lines), or flags and a command.
 // Files are told by content (script_import.hpp). Size and time flags given with a script override its
-// directives as sbatch's command line does; the rest of the script still counts.
+// directives as sbatch's command line does; the rest of the script still counts. --image and the container
+// flags set the container (jobs/container.hpp) over a job file's or script's own, field by field.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/job_util.hpp"
 #include "cli/script_import.hpp"
+#include "jobs/container.hpp"
 #include "jobs/spec_json.hpp"
 #include "jobs/time_limit.hpp"
 
@@ -28,6 +30,9 @@ struct SubmitOptions {
   std::string mem;  // Slurm's --mem: 512, 512M, 4G, 1T (MiB without a unit)
   std::string name, time, qos, launcher, gpu_type, target, project, workdir, array;
   std::vector<std::string> dependency;  // one per -d; all must hold
+  std::string image, container_workdir, container_name;
+  std::vector<std::string> mounts;  // one per --mount: SRC:DST[:ro]
+  bool container_writable = false;
   bool requeue = false;
   bool wait = false;
   double poll_s = 1.0;
@@ -105,6 +110,39 @@ Json parse_target(const std::string& text) {
   }
 }
 
+// The container flags over `spec`'s own "container" (a job file's or a script's): --image sets the image,
+// --mount the mounts (all of them: a file's are replaced), the others their field. Read here as the
+// scheduler will, so a bad image or mount exits 2 naming the flag.
+void apply_container_flags(const SubmitOptions& o, Json& spec) {
+  const bool others =
+      !o.mounts.empty() || !o.container_workdir.empty() || !o.container_name.empty() || o.container_writable;
+  if (o.image.empty() && !others) return;
+  if (!spec.contains("container") || !spec["container"].is_object()) {
+    if (o.image.empty())
+      fail_usage(
+          "--mount, --container-workdir, --container-name and --container-writable need --image IMAGE "
+          "(the image to run in)");
+    spec["container"] = Json::object();
+  }
+  Json& c = spec["container"];
+  if (!o.image.empty()) {
+    auto image = jobs::parse_image(o.image);
+    if (!image) fail_usage("--image \"" + o.image + "\": " + image.error().message);
+    c["image"] = *image;
+  }
+  if (!o.mounts.empty()) {
+    c["mounts"] = Json::array();
+    for (const std::string& text : o.mounts) {
+      auto mount = jobs::parse_mount(text);
+      if (!mount) fail_usage("--mount \"" + text + "\": " + mount.error().message);
+      c["mounts"].push_back(mount->text());
+    }
+  }
+  if (!o.container_workdir.empty()) c["workdir"] = o.container_workdir;
+  if (!o.container_name.empty()) c["name"] = o.container_name;
+  if (o.container_writable) c["writable"] = true;
+}
+
 Json build_spec(const SubmitOptions& o, const CLI::App& cmd) {
   const bool sized = cmd.count("--gpus") + cmd.count("--nodes") + cmd.count("--gpus-per-node") > 0;
   Json spec = Json::object();
@@ -142,6 +180,7 @@ Json build_spec(const SubmitOptions& o, const CLI::App& cmd) {
     for (const auto& d : o.dependency) deps += (deps.empty() ? "" : ",") + d;
     spec["dependency"] = deps;
   }
+  apply_container_flags(o, spec);
   if (!o.workdir.empty()) spec["workdir"] = fs::absolute(o.workdir).string();
   else if (!spec.contains("workdir") && !command.empty()) spec["workdir"] = fs::current_path().string();
   if (sized && command.empty() && !spec.contains("command"))
@@ -205,6 +244,21 @@ void add_submit_command(CLI::App& app) {
          "afternotok:12 (ended otherwise), afterok:12_3 (task 3 of array 12), aftercorr:12 (each task "
          "after the same task of array 12); comma-separated or repeated, all must hold")
       ->allow_extra_args(false);
+  cmd->add_option("--image", o->image,
+                  "Run every process of the job in this OCI image: nvcr.io/nvidia/pytorch:24.04-py3 (pyxis' "
+                  "nvcr.io#nvidia/... too), or docker-archive:/path/img.tar, oci-archive:/path/img.tar");
+  cmd->add_option(
+         "--mount", o->mounts,
+         "With --image: a node's directory in the container, SRC:DST or SRC:DST:ro (absolute paths); "
+         "repeat for more (replaces a job file's mounts)")
+      ->allow_extra_args(false);
+  cmd->add_option("--container-workdir", o->container_workdir,
+                  "With --image: the folder inside the container to start in (default: --workdir, mounted "
+                  "at the same path)");
+  cmd->add_flag("--container-writable", o->container_writable,
+                "With --image: a writable root file system (default: read-only, with /tmp a tmpfs)");
+  cmd->add_option("--container-name", o->container_name,
+                  "With --image: a name for the job's containers (pyxis' --container-name)");
   cmd->add_flag("--requeue", o->requeue, "Requeue the job after a failure or a node failure");
   cmd->add_flag("--wait", o->wait, "Wait until the job ends and exit with its exit code");
   add_server_options(*cmd, o->server);
@@ -220,6 +274,8 @@ Examples:
   railyard submit --gpus 1 --array 0-99%8 -- ./sweep.sh   # 100 tasks, 8 at a time; one id for all
   railyard submit --gpus 8 --array 0-99 -d aftercorr:41 -- ./train.sh   # task i after task i of 41
   railyard submit --gpus 1 -d afterany:41 -- ./cleanup.sh               # after 41 ended, however
+  railyard submit --gpus 8 --launcher env --image nvcr.io/nvidia/pytorch:24.04-py3 \
+      --mount /lustre/imagenet:/data:ro -- python train.py              # in a container
 
 Exit codes: 0 submitted (with --wait: the job's exit code), 1 failure or scheduler unreachable,
 2 bad arguments or job spec, 3 not allowed (token).)");

@@ -157,4 +157,27 @@ std::string cell(const nlohmann::json& v) {
 
 void print_json(const nlohmann::json& value) { std::cout << value.dump(2) << std::endl; }
 
+std::vector<std::pair<std::string, std::string>> container_rows(const nlohmann::json& spec) {
+  if (!spec.is_object() || !spec.contains("container") || !spec["container"].is_object()) return {};
+  const nlohmann::json& c = spec["container"];
+  auto text = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  std::string mounts;
+  if (c.contains("mounts") && c["mounts"].is_array())
+    for (const auto& m : c["mounts"]) mounts += (mounts.empty() ? "" : ", ") + cell(m);
+  std::string workdir = text(c, "workdir");
+  if (workdir.empty())
+    workdir = text(spec, "workdir").empty() ? "the image's" : text(spec, "workdir") + " (the job's workdir)";
+  const bool writable = c.contains("writable") && c["writable"].is_boolean() && c["writable"].get<bool>();
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"image", text(c, "image")},
+      {"mounts", mounts.empty() ? "none" : mounts},
+      {"container dir", workdir},
+      {"root fs", writable ? "writable" : "read-only (/tmp, /run, /var/tmp writable)"},
+  };
+  if (!text(c, "name").empty()) rows.emplace_back("container name", text(c, "name"));
+  return rows;
+}
+
 }  // namespace railyard::cli

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace railyard::cli {
@@ -46,5 +47,9 @@ std::string format_duration(double seconds);
 std::string cell(const nlohmann::json& value);
 // Prints JSON for --json: pretty, one document.
 void print_json(const nlohmann::json& value);
+
+// `show`'s rows for the container of a job spec (the API's "spec"): image, mounts, the folder it starts in,
+// its root file system, its name when it has one. None for a job without a container.
+std::vector<std::pair<std::string, std::string>> container_rows(const nlohmann::json& spec);
 
 }  // namespace railyard::cli

@@ -32,5 +32,25 @@ TEST(FormatStartsIn, SaysHowLongAndTheLocalClockTime) {
       << format_starts_in(kAt + 5 * 86400, kAt);
 }
 
+TEST(ContainerRows, ShowTheImageMountsFolderAndRootFileSystem) {
+  using Rows = std::vector<std::pair<std::string, std::string>>;
+  const auto spec = nlohmann::json::parse(R"({"workdir": "/home/ada/run", "container": {
+    "image": "nvcr.io/nvidia/pytorch:24.04-py3", "mounts": ["/lustre/imagenet:/data:ro", "/scratch:/scratch"],
+    "workdir": "", "writable": false, "name": ""}})");
+  EXPECT_EQ(container_rows(spec), (Rows{{"image", "nvcr.io/nvidia/pytorch:24.04-py3"},
+                                        {"mounts", "/lustre/imagenet:/data:ro, /scratch:/scratch"},
+                                        {"container dir", "/home/ada/run (the job's workdir)"},
+                                        {"root fs", "read-only (/tmp, /run, /var/tmp writable)"}}));
+  const auto named = nlohmann::json::parse(R"({"container": {"image": "ubuntu", "mounts": [],
+    "workdir": "/workspace", "writable": true, "name": "pt"}})");
+  EXPECT_EQ(container_rows(named), (Rows{{"image", "ubuntu"},
+                                         {"mounts", "none"},
+                                         {"container dir", "/workspace"},
+                                         {"root fs", "writable"},
+                                         {"container name", "pt"}}));
+  EXPECT_TRUE(container_rows(nlohmann::json::parse(R"({"workdir": "/x"})")).empty());
+  EXPECT_TRUE(container_rows(nlohmann::json()).empty());
+}
+
 }  // namespace
 }  // namespace railyard::cli

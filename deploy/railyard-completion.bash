@@ -6,7 +6,7 @@ _railyard_server_flags="--url --token --timeout --help"
 
 _railyard_flags() {
   case "$1" in
-    submit)  echo "--gpus --nodes --gpus-per-node --name --time --qos --launcher --gpu-type --project --target --workdir --requeue --wait $_railyard_server_flags" ;;
+    submit)  echo "--gpus --nodes --gpus-per-node --name --time --qos --launcher --gpu-type --project --target --workdir --array --dependency -d --image --mount --container-workdir --container-writable --container-name --requeue --wait $_railyard_server_flags" ;;
     queue)   echo "--user --me --state --all --json $_railyard_server_flags" ;;
     show)    echo "--bytes --json $_railyard_server_flags" ;;
     cancel|hold|release|resume) echo "$_railyard_server_flags" ;;

@@ -40,6 +40,7 @@ class CliJobs : public ::testing::Test {
   void HistoryJsonParsesBack();
   void WatchOncePrintsTheTargetLine();
   void DependenciesAreSentAndShownAsWritten();
+  void ContainerFlagsAreSentAndShown();
 };
 
 void CliJobs::SubmitPrintsTheIdAloneAndQueueJsonParsesBack() {
@@ -296,6 +297,56 @@ void CliJobs::DependenciesAreSentAndShownAsWritten() {
   c.run({"cancel", id, x, arr}, c.ada());  // room for the parts after this one
 }
 
+void CliJobs::ContainerFlagsAreSentAndShown() {
+  SCOPED_TRACE("ContainerFlagsAreSentAndShown");
+  const std::string id = submit(
+      {"submit", "--gpus", "8", "--workdir", "/tmp", "--image", "nvcr.io#nvidia/pytorch:24.04-py3", "--mount",
+       "/lustre/imagenet:/data:ro", "--mount", "/scratch:/scratch", "--container-name", "pt", "--", "true"},
+      c.ada());
+  auto j = c.run({"show", id, "--json"}, "").json()["job"];
+  EXPECT_EQ(j["spec"]["container"], nlohmann::json::parse(R"({"image": "nvcr.io/nvidia/pytorch:24.04-py3",
+              "mounts": ["/lustre/imagenet:/data:ro", "/scratch:/scratch"], "workdir": "", "writable": false,
+              "name": "pt"})"));
+  auto text = c.run({"show", id}, "");
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* line :
+       {"  image           nvcr.io/nvidia/pytorch:24.04-py3\n",
+        "  mounts          /lustre/imagenet:/data:ro, /scratch:/scratch\n",
+        "  container dir   /tmp (the job's workdir)\n",
+        "  root fs         read-only (/tmp, /run, /var/tmp writable)\n", "  container name  pt\n"})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << text.out;
+  // A job file's container, with --container-writable over it; a script's from pyxis' directives.
+  write_text(c.file("boxed.json"), R"({"gpus": 8, "command": ["true"], "container": {"image": "ubuntu"}})");
+  const std::string file = submit({"submit", "--container-writable", c.file("boxed.json")}, c.ada());
+  EXPECT_EQ(c.run({"show", file, "--json"}, "").json()["job"]["spec"]["container"]["writable"], true);
+  write_text(c.file("boxed.sbatch"),
+             "#!/bin/bash\n#SBATCH -G 8 -t 5\n#SBATCH --container-image=ubuntu:22.04 "
+             "--container-mounts=/lustre\nhostname\n");
+  const std::string script = submit({"submit", c.file("boxed.sbatch")}, c.ada());
+  EXPECT_EQ(c.run({"show", script, "--json"}, "").json()["job"]["spec"]["container"]["mounts"],
+            nlohmann::json::array({"/lustre:/lustre"}));
+  // `railyard sbatch` with pyxis' options on its command line: they override the script's.
+  auto sb = c.run({"sbatch", "--parsable", "--container-image=nvcr.io#nvidia/pytorch:24.04-py3",
+                   "--container-writable", c.file("boxed.sbatch")},
+                  c.ada());
+  ASSERT_EQ(sb.code, 0) << sb.err;
+  const std::string sbatched = trimmed(sb.out);
+  auto boxed = c.run({"show", sbatched, "--json"}, "").json()["job"]["spec"]["container"];
+  EXPECT_EQ(boxed["image"], "nvcr.io/nvidia/pytorch:24.04-py3");
+  EXPECT_EQ(boxed["mounts"], nlohmann::json::array({"/lustre:/lustre"})) << "the script's";
+  EXPECT_EQ(boxed["writable"], true);
+  auto bad =
+      c.run({"submit", "--gpus", "8", "--image", "ubuntu", "--mount", "/lustre:data", "--", "true"}, c.ada());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--mount \"/lustre:data\": target \"data\": not an absolute path"),
+            std::string::npos)
+      << bad.err;
+  auto orphan = c.run({"submit", "--gpus", "8", "--mount", "/a:/b", "--", "true"}, c.ada());
+  EXPECT_EQ(orphan.code, 2);
+  EXPECT_NE(orphan.err.find("need --image IMAGE"), std::string::npos) << orphan.err;
+  c.run({"cancel", id, file, script, sbatched}, c.ada());
+}
+
 // One daemon per test process (each costs seconds under ASan on a busy machine): the parts share it,
 // placement-dependent parts first, the one that fills the pod last.
 TEST_F(CliJobs, HappyPaths) {
@@ -308,6 +359,7 @@ TEST_F(CliJobs, HappyPaths) {
   HistoryJsonParsesBack();
   WatchOncePrintsTheTargetLine();
   DependenciesAreSentAndShownAsWritten();
+  ContainerFlagsAreSentAndShown();
   HoldAndReleaseAPendingJob();
 }
 
