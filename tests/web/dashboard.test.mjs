@@ -131,6 +131,19 @@ describe('dashboard', {skip: skipBrowser}, () => {
     await page.close();
   });
 
+  test('a job page shows the image and mounts of a job that runs in a container', async () => {
+    const container = {image: 'nvcr.io#nvidia/pytorch:24.04-py3', mounts: ['/lustre:/data:ro', '/scratch:/scratch']};
+    const {id} = await api(s.url, 'POST', '/jobs', {name: 'boxed', gpus: 1, container}, s.token);
+    const page = await b.newPage();
+    await page.goto(`${s.url}/#/job/${id}`);
+    const image = page.locator('table.kv tr:has(th:text-is("image")) td');
+    await image.waitFor({timeout: 5000});
+    assert.equal(await image.textContent(), 'nvcr.io/nvidia/pytorch:24.04-py3');
+    assert.equal(await page.locator('table.kv tr:has(th:text-is("mounts")) td').textContent(),
+                 '/lustre:/data:ro, /scratch:/scratch');
+    await page.close();
+  });
+
   test('an array shows its progress, its tasks as name[index], and a cancel live', async () => {
     const {id} = await api(s.url, 'POST', '/jobs', {name: 'sweep', gpus: 8, array: '0-5'}, s.token);
     const page = await b.newPage();

@@ -2,7 +2,7 @@
 // as people read a time (issue 47), never a raw epoch.
 import {test} from 'node:test';
 import assert from 'node:assert/strict';
-import {reasonText, startsIn} from '../../web/src/dom.js';
+import {containerRows, reasonText, startsIn} from '../../web/src/dom.js';
 
 const at = 1_796_606_064;
 
@@ -22,4 +22,15 @@ test('reasonText adds the start to a waiting job only', () => {
   assert.doesNotMatch(reasonText(waiting), /t=\d+/);
   assert.equal(reasonText({state: 'RUNNING', reason: '', estimated_start: 5}), '');
   assert.equal(reasonText({state: 'PENDING', reason: 'held'}), 'held');
+});
+
+test('containerRows gives the image and mounts of a job that runs in a container, nothing otherwise', () => {
+  const spec = {container: {image: 'nvcr.io/nvidia/pytorch:24.04-py3', mounts: ['/lustre:/data:ro', '/scratch:/scratch'],
+                            workdir: '', writable: false, name: ''}};
+  assert.deepEqual(containerRows({spec}), [['image', 'nvcr.io/nvidia/pytorch:24.04-py3'],
+                                           ['mounts', '/lustre:/data:ro, /scratch:/scratch']]);
+  assert.deepEqual(containerRows({spec: {container: {image: 'ubuntu', mounts: [], writable: true}}}),
+                   [['image', 'ubuntu (writable)']]);
+  assert.deepEqual(containerRows({spec: {workdir: '/x'}}), []);
+  assert.deepEqual(containerRows({}), []);
 });

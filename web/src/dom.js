@@ -104,6 +104,16 @@ export function debounce(fn, ms) {
 export const dependsOn = (j) =>
   [...(j.spec?.afterok ?? []).map((id) => `afterok:${id}`), ...(j.spec?.after ?? [])].join(', ');
 
+// A job's container as detail rows, like `railyard show`: [['image', ...], ['mounts', ...]]; [] for a job
+// that runs on the node's own file system.
+export const containerRows = (j) => {
+  const c = j.spec?.container;
+  if (!c?.image) return [];
+  const rows = [['image', c.writable ? `${c.image} (writable)` : c.image]];
+  if (c.mounts?.length) rows.push(['mounts', c.mounts.join(', ')]);
+  return rows;
+};
+
 // "array 0-999: 3 active, 10 ended of 1000" for an array (its tasks are jobs of their own), else "".
 export const arrayProgress = (j) => {
   const a = j.array_tasks;

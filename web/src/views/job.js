@@ -5,7 +5,7 @@
 
 import {get, getToken, query} from '../api.js';
 import {lineChart} from '../charts.js';
-import {arrayProgress, coalesce, debounce, dependsOn, fmtDuration, fmtTime, h, reasonText, stateClass} from '../dom.js';
+import {arrayProgress, coalesce, containerRows, debounce, dependsOn, fmtDuration, fmtTime, h, reasonText, stateClass} from '../dom.js';
 import * as live from '../live.js';
 
 // One MLLOG event as the agent reported it ({"key", "t", "value", "unit", "status", ...}): what the watch
@@ -113,6 +113,7 @@ export function mount(root, {args}) {
       h('h1', {}, `Job ${job.id}: `, h('span', {class: 'jobname', text: job.name || '(no name)'}), ' ',
         h('span', {class: stateClass(job.state), text: job.state})),
       kv([['user', job.user], ['project', job.project], ['GPUs', `${job.gpus}${job.gpu_type ? ' × ' + job.gpu_type : ''}`],
+          ...containerRows(job),
           ['submitted', fmtTime(job.submit_time)], ['started', fmtTime(job.start_time)], ['ended', fmtTime(job.end_time)],
           ['exit code', job.exit_code ?? ''], ['reason', reasonText(job)],
           job.array_tasks ? ['array', arrayProgress(job)] : null,
