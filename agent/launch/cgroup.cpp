@@ -181,6 +181,18 @@ long long cgroup_oom_kills(const std::vector<std::string>& dirs) {
   return n;
 }
 
+bool cgroup_peak_reached_limit(const std::vector<std::string>& dirs) {
+  const auto limit = cgroup_memory_limit(dirs);
+  if (!limit) return false;
+  for (const auto& d : dirs)
+    for (const char* f : {"memory.peak", "memory.max_usage_in_bytes"})
+      if (auto v = read_control(fs::path(d) / f)) {
+        constexpr long long kSlack = 1 << 20;  // charges are refused within a few pages of the limit
+        return std::strtoll(v->c_str(), nullptr, 10) + kSlack >= *limit;
+      }
+  return false;
+}
+
 std::optional<long long> cgroup_memory_limit(const std::vector<std::string>& dirs) {
   for (const auto& d : dirs) {
     for (const char* f : {"memory.max", "memory.limit_in_bytes"}) {

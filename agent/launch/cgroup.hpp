@@ -76,6 +76,11 @@ std::unique_ptr<CgroupDriver> make_cgroup_v1(
 // Kernel OOM kills inside the group so far: memory.events "oom_kill" (v2) or memory.oom_control
 // "oom_kill" (v1, kernel 4.13+); 0 when neither file is readable.
 long long cgroup_oom_kills(const std::vector<std::string>& dirs);
+// Whether the group's peak memory use reached its limit (memory.peak, memory.max_usage_in_bytes). On v1 an
+// OOM kill is counted only in the group of the process killed (the kernel does not propagate v1 memory
+// events up), and a container engine's group below the allocation's is gone by the time the allocation
+// ends: a rank killed by SIGKILL whose group reached its limit was the kernel's OOM kill.
+bool cgroup_peak_reached_limit(const std::vector<std::string>& dirs);
 // The memory limit in force (memory.max or memory.limit_in_bytes); nullopt when unlimited or unreadable.
 std::optional<long long> cgroup_memory_limit(const std::vector<std::string>& dirs);
 // SIGKILLs what is still in the group and in the groups below it (processes that left their process group;

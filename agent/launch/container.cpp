@@ -11,7 +11,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -191,7 +193,8 @@ class Podman final : public ContainerRuntime {
       for (int g : p.gpus) a.insert(a.end(), {"--device", "nvidia.com/gpu=" + std::to_string(g)});
     } else {
       const auto devices = gpu_device_nodes(o_.dev, p.gpus);
-      for (const auto& d : devices) a.insert(a.end(), {"--device", d});
+      // At /dev/<name> in the container, wherever the node keeps them (--dev-dir).
+      for (const auto& d : devices) a.insert(a.end(), {"--device", d + ":/dev/" + fs::path(d).filename().string()});
       if (!devices.empty())
         for (const auto& lib : driver_libraries(o_.driver_lib_dirs)) a.insert(a.end(), {"--volume", lib + ":" + lib + ":ro"});
     }
@@ -368,8 +371,22 @@ Result<std::vector<jobs::Mount>> checked_mounts(const std::vector<jobs::Mount>& 
   return out;
 }
 
-std::string container_name(const std::string& alloc, const std::string& node, const std::string& what) {
-  std::string n = "railyard-" + alloc + "-" + node + "-" + what;
+std::string container_workdir(const jobs::JobSpec& spec) {
+  const jobs::ContainerSpec& c = *spec.container;
+  if (!c.workdir.empty()) return c.workdir;
+  const fs::path wd = fs::path(spec.workdir).lexically_normal();
+  for (const auto& m : c.mounts) {
+    const auto rel = wd.lexically_relative(fs::path(m.target).lexically_normal());
+    if (!spec.workdir.empty() && !rel.empty() && *rel.begin() != "..") return spec.workdir;
+  }
+  return "/tmp";
+}
+
+std::string container_name(const std::string& alloc, const std::string& node, const std::string& what,
+                           const std::string& node_dir) {
+  char hash[16];
+  std::snprintf(hash, sizeof hash, "%08zx", std::hash<std::string>{}(node_dir) & 0xffffffffu);
+  std::string n = "railyard-" + alloc + "-" + node + "-" + what + "-" + hash;
   for (char& ch : n)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.' && ch != '-') ch = '_';
   return n;

@@ -113,9 +113,19 @@ std::vector<std::string> gpu_device_nodes(const std::filesystem::path& dev, cons
 Result<std::vector<jobs::Mount>> checked_mounts(const std::vector<jobs::Mount>& mounts,
                                                 const std::optional<Credentials>& user);
 
-// "railyard-<alloc>-<node>-<what>", with every character podman does not take in a name as '_': unique on
-// the node for one process of one allocation.
-std::string container_name(const std::string& alloc, const std::string& node, const std::string& what);
+// Where an image job's processes start: the container's workdir, else the job's workdir when one of its
+// mounts makes it visible in the container, else /tmp (the container's own scratch). Never a path of the
+// node that the image may not have: an mpi job's ranks on every node start there (mpirun's --wdir).
+std::string container_workdir(const jobs::JobSpec& spec);
+
+// The label naming the agent's state directory of the node a container belongs to: what an agent removes
+// and reaps is its own, even where several agents (or several local clusters) share one machine's engine.
+inline constexpr const char* kNodeDirLabel = "railyard.node-dir";
+
+// "railyard-<alloc>-<node>-<what>-<hash of node_dir>", with every character podman does not take in a name
+// as '_': unique on the machine for one process of one allocation of one agent's node.
+std::string container_name(const std::string& alloc, const std::string& node, const std::string& what,
+                           const std::string& node_dir);
 
 // A registry reference is what the engine caches under its name; an archive ("docker-archive:PATH",
 // "oci-archive:PATH") is loaded from a file on the node, which the job's user must be able to read.

@@ -209,7 +209,7 @@ Result<SpawnSpec> Launcher::container_spawn(const LaunchRequest& req, const Proc
   p.command = plan.argv;
   p.env_file = env_file.string();
   p.user = user;
-  p.workdir = !c.workdir.empty() ? c.workdir : !plan.workdir.empty() ? plan.workdir : dir.path().string();
+  p.workdir = container_workdir(req.spec);
   p.mounts = std::move(all);
   p.writable = c.writable;
   p.cgroup_parent = cgroups.empty() ? "" : path_in_hierarchy(cgroups.front());
@@ -217,7 +217,8 @@ Result<SpawnSpec> Launcher::container_spawn(const LaunchRequest& req, const Proc
   p.name = name;
   p.labels = {{"railyard.alloc", req.alloc_id},
               {"railyard.node", req.local().name},
-              {"railyard.job", std::to_string(req.job_id)}};
+              {"railyard.job", std::to_string(req.job_id)},
+              {kNodeDirLabel, options_.state_dir.string()}};
   if (!c.name.empty()) p.labels["railyard.name"] = c.name;
   SpawnSpec spec;
   spec.argv = options_.containers->run_argv(p);
@@ -282,7 +283,8 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
                    options_.job_umask};
     if (in_image) {
       auto c = container_spawn(req, p, *dir, *creds, rec.cgroups, {},
-                               container_name(req.alloc_id, req.local().name, "rank" + std::to_string(p.rank)));
+                               container_name(req.alloc_id, req.local().name, "rank" + std::to_string(p.rank),
+                                              options_.state_dir.string()));
       if (!c) {
         kill_started(rec.ranks);
         close_fds();

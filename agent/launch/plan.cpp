@@ -1,5 +1,7 @@
 #include "agent/launch/plan.hpp"
 
+#include "agent/launch/container.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -119,7 +121,12 @@ Result<MpiPlan> plan_mpirun(const LaunchRequest& req, const Inventory& inv, cons
       {"btl_tcp_if_include", "lo"},     {"plm_rsh_no_tree_spawn", "1"}, {"orte_leave_session_attached", "1"},
       {"rtc_hwloc_vmhole", "none"}};
   for (const auto& [k, v] : mca) a.insert(a.end(), {"--mca", k, v});
-  if (s.daemons_in_image) a.insert(a.end(), {"--mca", "orte_keep_fqdn_hostnames", "1"});
+  if (s.daemons_in_image) {
+    a.insert(a.end(), {"--mca", "orte_keep_fqdn_hostnames", "1"});
+    // Without it every rank would start in mpirun's directory, node 0's allocation directory, which no
+    // other node's container has.
+    a.insert(a.end(), {"--wdir", container_workdir(req.spec)});
+  }
   if (!s.output_dir.empty()) a.insert(a.end(), {"--output-filename", s.output_dir});
   // Job and Railyard variables travel to every rank; the per-node ones (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA,
   // RAILYARD_NODE) are set by the helper for its host from RAILYARD_ALLOC_GPUS (later: by that host's agent).

@@ -163,7 +163,9 @@ bool Supervisor::step(Tracked& t, std::vector<SupervisorEvent>& events, GroupLiv
   }
   AllocState state = t.outcome.value_or(t.any_lost ? AllocState::kLost : AllocState::kCompleted);
   const int code = state == AllocState::kFailed ? t.failing_code : t.first_code.value_or(t.any_lost ? -1 : 0);
-  if ((state == AllocState::kFailed || state == AllocState::kLost) && cgroup_oom_kills(t.record.cgroups) > 0)
+  constexpr int kKilled = 128 + SIGKILL;
+  if ((state == AllocState::kFailed || state == AllocState::kLost) &&
+      (cgroup_oom_kills(t.record.cgroups) > 0 || (code == kKilled && cgroup_peak_reached_limit(t.record.cgroups))))
     state = AllocState::kOutOfMemory;
   events.push_back(AllocationFinished{t.record.alloc_id, t.record.job_id, state, code});
   if (options_.allocs) options_.allocs->remove(t.record.alloc_id);

@@ -96,7 +96,15 @@ Result<std::unique_ptr<Session>> Session::create(SessionOptions options) {
     n->supervisor =
         std::make_unique<Supervisor>(SupervisorOptions{n->allocs_store, o.grace, std::chrono::milliseconds(20)});
     n->health = std::make_unique<HealthChecker>(o.health, n->inventory, n->dir);
-    for (auto& rec : n->allocs_store->recover().alive) {
+    auto recovered = n->allocs_store->recover();
+    // Allocations whose processes all ended while no agent watched them: their end is reported (lost), or
+    // the scheduler would count them running until the job's time limit.
+    for (const auto& alloc : recovered.removed) {
+      s->log("allocation " + alloc + " on " + name + " ended while the agent was away");
+      s->finished_.add(protocol::encode(protocol::AllocFinished{
+          alloc, job_of_alloc(alloc), name, "lost", -1, 0, "its processes ended while the agent was not running", {}}));
+    }
+    for (auto& rec : recovered.alive) {
       Alloc a;
       a.job = rec.job_id;
       a.user = rec.user;  // "" in an older agent's record: no exec order is taken for it

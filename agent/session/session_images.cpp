@@ -167,7 +167,7 @@ void Session::remove_containers(Node& n, const std::string& alloc) {
   std::error_code ec;
   fs::remove_all(n.dir / "containers" / alloc, ec);
   if (!containers_) return;
-  run_engine(containers_->remove_argv({{"railyard.alloc", alloc}, {"railyard.node", n.name}}),
+  run_engine(containers_->remove_argv({{"railyard.alloc", alloc}, {kNodeDirLabel, n.dir.string()}}),
              [this, alloc, node = n.name](int status, const std::string& out) {
                if (status != 0) log("removing the containers of " + alloc + " on " + node + ": " + engine_error(out));
              });
@@ -177,7 +177,7 @@ void Session::remove_containers(Node& n, const std::string& alloc) {
 // ended meanwhile, or its records are gone): nothing will ever stop them but this.
 void Session::reap_orphan_containers(Node& n) {
   if (!containers_) return;
-  auto labels = containers_->container_labels("railyard.node", n.name, "railyard.alloc");
+  auto labels = containers_->container_labels(kNodeDirLabel, n.dir.string(), "railyard.alloc");
   if (!labels) return log("listing the containers of " + n.name + ": " + labels.error().message);
   const std::set<std::string> allocs(labels->begin(), labels->end());
   for (const auto& alloc : allocs) {

@@ -213,7 +213,7 @@ void Session::on_exec(const json& msg) {
       if (r.alloc_id == alloc) cgroups = r.cgroups;
     const ProcessPlan plan{kFirstExecRank + a.execs, spec.argv, spec.env, ""};
     auto c = n->launcher->container_spawn(*a.image, plan, *dir, *creds, cgroups, own,
-                                          container_name(alloc, n->name, "exec" + std::to_string(a.execs)));
+                                          container_name(alloc, n->name, "exec" + std::to_string(a.execs), n->dir.string()));
     if (!c) {
       for (int fd : procs_fds) close(fd);
       failed.message = c.error().message;

@@ -70,6 +70,11 @@ class AttackCluster {
     if (!until([&] { return connected_nodes(*http_) == 2; }))
       throw std::runtime_error("the agent did not register: " + read_small(agent_log()));
   }
+  // start_agent() with these flags instead of the options'.
+  void start_agent_with(std::vector<std::string> flags) {
+    options_.agent_flags = std::move(flags);
+    start_agent();
+  }
   void stop_agent(int sig = SIGTERM) {
     if (agent_) agent_->stop(sig);
     agent_.reset();
