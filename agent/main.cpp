@@ -53,6 +53,7 @@ struct Flags {
   std::string container_engine = "podman";
   std::string oci_runtime;
   std::string dev_dir = "/dev";
+  std::vector<std::string> engine_env;
   std::string health_script;
   long long min_free_mb = 1024;
   double reconnect_max_s = 30;
@@ -207,6 +208,7 @@ int run(const Flags& f) {
   o.container.engine = f.container_engine;
   o.container.oci_runtime = f.oci_runtime;
   o.container.dev = f.dev_dir;
+  o.container.engine_env = f.engine_env;
   o.grace = duration_cast<milliseconds>(duration<double>(f.grace_s));
   o.health.script = f.health_script;
   o.health.min_free_bytes = f.min_free_mb << 20;
@@ -304,6 +306,12 @@ int main(int argc, char** argv) {
   app.add_option("--oci-runtime", f.oci_runtime,
                  "the engine's OCI runtime (podman --runtime); default: podman's own, else runc");
   app.add_option("--dev-dir", f.dev_dir, "where the GPUs' device nodes (nvidiaN) are")->capture_default_str();
+  app.add_option("--engine-env", f.engine_env,
+                 "NAME=VALUE for the container engine's environment (repeatable): HTTPS_PROXY, "
+                 "CONTAINERS_REGISTRIES_CONF, ...; it gets nothing else of the agent's or a job's")
+      ->check([](const std::string& v) {
+        return v.find('=') != std::string::npos && v.front() != '=' ? std::string() : std::string("NAME=VALUE");
+      });
   app.add_option("--health-script", f.health_script,
                  "run as SCRIPT NODE every 30 s; non-zero drains the node");
   app.add_option("--min-free-mb", f.min_free_mb, "free space the state dir needs")->capture_default_str();

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <limits>
 
+#include "common/hostlist.hpp"
+
 namespace railyard::cli {
 
 int exit_code(ErrorCode code) {
@@ -60,6 +62,16 @@ Result<double> parse_byte_size(std::string_view text) {
   size_t power = kUnits.find(unit);
   if (unit.size() != 1 || power == std::string_view::npos) return bad();
   return value * std::pow(1024.0, static_cast<double>(power + 1));
+}
+
+std::vector<std::string> expand_nodes_or_fail(const std::vector<std::string>& exprs) {
+  std::vector<std::string> out;
+  for (const auto& e : exprs) {
+    auto names = expand_hostlist(e, 100'000);
+    if (!names) fail(invalid("bad node list \"" + e + "\": " + names.error().message));
+    out.insert(out.end(), names->begin(), names->end());
+  }
+  return out;
 }
 
 std::string format_bytes(double bytes) {

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -27,6 +28,9 @@ int exit_code(ErrorCode code);
 // A check for a whole-number option: "--gpus: must be a whole number of at least 1, not 0". CLI11's
 // PositiveNumber and Range print "Value 0 not in range 0.000000 to 1797693134862315708145...".
 CLI::Validator at_least(long long min);
+
+// Node names from host lists ("dgx[001-016,020]"); a bad list ends the command (exit 2) naming it.
+std::vector<std::string> expand_nodes_or_fail(const std::vector<std::string>& exprs);
 
 // "8", "64K", "1M", "1.5G", "2GiB", "512kb": binary multiples (K = 1024), as nccl-tests reads them.
 Result<double> parse_byte_size(std::string_view text);

@@ -20,6 +20,8 @@ void add_sim_commands(CLI::App& app);
 // railyard submit, queue, show, cancel, hold, release, history, logs, watch: job_util.hpp (job_*.cpp).
 // railyard nodes, drain, resume, node remove, token create (node_cmds.cpp).
 void add_node_commands(CLI::App& app);
+void add_image_commands(CLI::App& app);       // image prefetch
+void add_node_images_command(CLI::App& node);  // node images (under `node`)
 // railyard quota list|set|lift, fairshare (quota_cmds.cpp).
 void add_quota_commands(CLI::App& app);
 // railyard sbatch, squeue, scancel: Slurm's commands and options (slurm_sbatch.cpp, slurm_queue.cpp).

@@ -23,16 +23,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::vector<std::string> expand_or_fail(const std::vector<std::string>& exprs) {
-  std::vector<std::string> out;
-  for (const auto& e : exprs) {
-    auto names = expand_hostlist(e, 100'000);
-    if (!names) fail(invalid("bad node list \"" + e + "\": " + names.error().message));
-    out.insert(out.end(), names->begin(), names->end());
-  }
-  return out;
-}
-
 // --- nodes -------------------------------------------------------------------------------------------
 
 struct NodesOptions {
@@ -43,7 +33,7 @@ struct NodesOptions {
 };
 
 void run_nodes(const NodesOptions& o) {
-  const auto wanted_list = expand_or_fail(o.filter);
+  const auto wanted_list = expand_nodes_or_fail(o.filter);
   const std::set<std::string> wanted(wanted_list.begin(), wanted_list.end());
   Api api(o.server);
   Json answer = api.get("/nodes");
@@ -101,7 +91,7 @@ struct NodeActionOptions {
 
 // POSTs /nodes/NAME/ACTION for every node; reports each, exits with the worst code.
 void run_node_action(const NodeActionOptions& o, const std::string& action) {
-  const auto names = expand_or_fail(o.nodes);
+  const auto names = expand_nodes_or_fail(o.nodes);
   Api api(o.server);
   api.require_token();
   const Json body = o.reason.empty() ? Json::object() : Json{{"reason", o.reason}};
@@ -242,7 +232,7 @@ struct NodeKeyOptions {
 
 void run_node_key(const NodeKeyOptions& o, bool rotate) {
   std::vector<std::string> args{"node-key", rotate ? "rotate" : "issue", "--db", scheduler_db(o.db, o.state_dir)};
-  for (const auto& n : expand_or_fail(o.nodes)) args.insert(args.end(), {"--node", n});
+  for (const auto& n : expand_nodes_or_fail(o.nodes)) args.insert(args.end(), {"--node", n});
   if (!o.key_file.empty()) args.insert(args.end(), {"--key-file", o.key_file});
   if (!o.key_dir.empty()) args.insert(args.end(), {"--key-dir", o.key_dir});
   if (rotate) args.insert(args.end(), {"--grace", std::to_string(o.grace_s)});
@@ -422,6 +412,8 @@ void add_node_commands(CLI::App& app) {
   node->require_subcommand(1);
   add_node_action(*node, "remove", "remove", "Remove nodes from the cluster", "railyard node remove dgx017");
   add_node_key_commands(*node);
+  add_node_images_command(*node);
+  add_image_commands(app);
   add_token_command(app);
 }
 

@@ -7,9 +7,11 @@ PKGS=(build-essential cmake ninja-build pkg-config libboost1.81-dev libsqlite3-d
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
       libcli11-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libssl-dev openssl ca-certificates zlib1g-dev chromium
       lld etcd-server etcd-client curl jq libbpf-dev
-      runc podman mmdebstrap busybox-static)
+      runc podman mmdebstrap busybox-static docker-registry)
 # runc before podman: podman depends on "crun | runc", and crun fails on these hosts' cgroups (TOOLCHAIN.md).
-# podman, mmdebstrap and busybox-static make the containers' images (deploy/images.sh).
+# podman, mmdebstrap and busybox-static make the containers' images (deploy/images.sh); docker-registry is the
+# registry binary the image-pull tests serve on a free 127.0.0.1 port (they start their own; the package's
+# service, where systemd runs one, is not used).
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Railyard (Release) and the dashboard, then runs the main job: a local cluster on 127.0.0.1 (a
 # scheduler and 4 agents emulating DGX H100 nodes), a real 2-node data-parallel training job over Open MPI
-# launched through the agents, its time-to-train, and the dashboard left up. Then a trace replay on a
+# launched through the agents, the same job with every rank in an OCI image (podman), their time-to-train,
+# and the dashboard left up. Then a trace replay on a
 # 4-SU SuperPOD under three policies. `railyard down` (printed at the end) stops the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,23 @@ echo
 railyard show "$id"
 echo
 railyard logs "$id" | grep -E 'eval_accuracy|run_stop' | tail -3 || true
+
+echo
+echo "== the same job with every rank in an OCI image (podman; the image brings Debian's Open MPI, the job mounts"
+echo "   the trainer from this build, as users mount their code)"
+if bash deploy/images.sh >/dev/null; then
+  w=$PWD/build/release/workloads
+  rc=0
+  image_id=$(railyard submit --wait --name digits-2n-image --nodes 2 --gpus-per-node 2 --launcher mpi \
+    --target accuracy=0.95 --time 10m --image localhost/railyard-runtime:bookworm --mount "$w:$w:ro" \
+    -- "$w/railyard-train" --target-accuracy 0.95) || rc=$?
+  echo "job $image_id ended with exit code $rc"
+  echo
+  printf '%-22s %s\n' "time-to-train, host:" "$(railyard show "$id" --json | jq -r '.job.time_to_train_s // "-"') s"
+  printf '%-22s %s\n' "time-to-train, image:" "$(railyard show "$image_id" --json | jq -r '.job.time_to_train_s // "-"') s"
+else
+  echo "demo: no container images (deploy/images.sh failed): skipping the image job" >&2
+fi
 
 trace=../shared/traces/philly_gavel.csv
 if [ -f "$trace" ]; then

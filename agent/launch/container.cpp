@@ -37,6 +37,12 @@ std::vector<std::string> clean_env() {
   return env;
 }
 
+std::vector<std::string> engine_env_of(const ContainerOptions& o) {
+  auto env = clean_env();
+  env.insert(env.end(), o.engine_env.begin(), o.engine_env.end());
+  return env;
+}
+
 struct Ran {
   int status = -1;  // exit code, or -1 when it could not run or was killed
   std::string out;
@@ -170,11 +176,12 @@ class Podman final : public ContainerRuntime {
 
   std::vector<std::string> run_argv(const ContainerProcess& p) const override {
     std::vector<std::string> a = base();
-    // --pull never: the agent pulled the image before (ensure_image); a run never reaches a registry.
+    // --pull missing: the agent pulled the image before the launch (Session::wait_for_image); only an image
+    // removed from the cache since is fetched again here.
     // --log-driver none: the output goes to the agent's log files through this client only, not a second
     // copy in the engine's storage. Podman's default rlimits are above what a node may allow it, so the
     // container gets the agent's own hard limits (a job's limits come from its cgroup).
-    a.insert(a.end(), {"run", "--rm", "--pull", "never", "--log-driver", "none", "--name", p.name, "--network", "host",
+    a.insert(a.end(), {"run", "--rm", "--pull", "missing", "--log-driver", "none", "--name", p.name, "--network", "host",
                        "--ipc", "host", "--pid", "host", "--cap-drop", "all", "--security-opt", "no-new-privileges",
                        "--ulimit", "nofile=" + std::to_string(nofile_) + ":" + std::to_string(nofile_), "--ulimit",
                        "nproc=" + std::to_string(nproc_) + ":" + std::to_string(nproc_)});
@@ -223,14 +230,14 @@ class Podman final : public ContainerRuntime {
     return a;
   }
 
-  std::vector<std::string> engine_env() const override { return clean_env(); }
+  std::vector<std::string> engine_env() const override { return engine_env_of(o_); }
 
   Result<std::vector<std::string>> container_labels(const std::string& filter_key, const std::string& filter_value,
                                                     const std::string& key) const override {
     auto a = base();
     a.insert(a.end(), {"ps", "--all", "--filter", "label=" + filter_key + "=" + filter_value, "--format",
                        "{{index .Labels \"" + key + "\"}}"});
-    const Ran r = run_collect(a, clean_env());
+    const Ran r = run_collect(a, engine_env());
     if (r.status != 0) return internal_error("podman ps: " + first_line(r.err));
     std::vector<std::string> out;
     for (size_t pos = 0; pos < r.out.size();) {
@@ -241,14 +248,17 @@ class Podman final : public ContainerRuntime {
     return out;
   }
 
-  Result<std::vector<CachedImage>> images() const override {
+  std::vector<std::string> images_argv() const override {
     auto a = base();
     a.insert(a.end(), {"images", "--format", "json"});
-    const Ran r = run_collect(a, clean_env());
-    if (r.status != 0) return internal_error("podman images: " + first_line(r.err));
+    return a;
+  }
+
+  Result<std::vector<CachedImage>> parse_images(const std::string& output) const override {
     std::vector<CachedImage> out;
     try {
-      const auto list = nlohmann::json::parse(r.out.empty() ? "[]" : r.out);
+      const auto list = nlohmann::json::parse(output.empty() ? "[]" : output);
+      if (!list.is_array()) return internal_error("podman images: not a JSON array");
       for (const auto& i : list) {
         CachedImage c;
         c.id = i.value("Id", std::string());
@@ -292,7 +302,7 @@ Status probe(const ContainerOptions& o, const std::string& runtime) {
   if (!runtime.empty()) a.insert(a.end(), {"--runtime", runtime});
   a.insert(a.end(), {"run", "--rm", "--log-driver", "none", "--network", "host", "--read-only", "--ulimit",
                      "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--rootfs", root.string(), kProbeCommand});
-  const Ran r = run_collect(a, clean_env());
+  const Ran r = run_collect(a, engine_env_of(o));
   if (r.status == 127 && r.err.find(kProbeCommand) != std::string::npos) return ok();
   std::string why = first_line(r.err);
   if (why.empty()) why = "exit status " + std::to_string(r.status);
@@ -307,7 +317,7 @@ std::unique_ptr<ContainerRuntime> make_podman(const ContainerOptions& options, s
 }
 
 Result<std::unique_ptr<ContainerRuntime>> detect_container_runtime(const ContainerOptions& o) {
-  const Ran v = run_collect({o.engine, "--version"}, clean_env());
+  const Ran v = run_collect({o.engine, "--version"}, engine_env_of(o));
   if (v.status != 0)
     return Error{ErrorCode::kUnavailable,
                  o.engine + " not usable: " + (v.err.empty() ? "not found" : first_line(v.err))};

@@ -41,6 +41,9 @@ struct ContainerOptions {
   std::vector<std::filesystem::path> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
   // Directories searched for the NVIDIA driver's user-space libraries (mounted when there is no CDI spec).
   std::vector<std::filesystem::path> driver_lib_dirs = {"/usr/lib/x86_64-linux-gnu", "/usr/lib64"};
+  // KEY=VALUE added to the engine client's environment, as the operator configures it (HTTPS_PROXY,
+  // CONTAINERS_REGISTRIES_CONF): never anything of a job's.
+  std::vector<std::string> engine_env;
 };
 
 // One process of a job, in a container.
@@ -81,13 +84,15 @@ class ContainerRuntime {
   virtual std::vector<std::string> remove_argv(const std::map<std::string, std::string>& labels) const = 0;
   // The environment the engine's client runs with (never the job's).
   virtual std::vector<std::string> engine_env() const = 0;
+  // The cache's listing, and its output read.
+  virtual std::vector<std::string> images_argv() const = 0;
+  virtual Result<std::vector<CachedImage>> parse_images(const std::string& output) const = 0;
 
-  // Blocking; for the agent's start and for `node images` (seconds at most).
+  // Blocking; for the agent's start (a second at most).
   // Label `key`'s value of every container (running or not) whose label `filter_key` is `filter_value`.
   virtual Result<std::vector<std::string>> container_labels(const std::string& filter_key,
                                                             const std::string& filter_value,
                                                             const std::string& key) const = 0;
-  virtual Result<std::vector<CachedImage>> images() const = 0;
 };
 
 // Finds a working engine: the command exists, and starting a container with it reaches the exec of the

@@ -244,6 +244,7 @@ void Session::receive(std::string_view text) {
     }
     if (type == "exec") return on_exec(msg);
     if (type == "logs") return on_logs(msg);
+    if (type == "images") return on_images(msg);
     if (type == "ack") return finished_.ack(msg.get<protocol::Ack>().seq);
     answer_error("unknown_type", "unknown message type '" + type + "'");
   } catch (const json::exception& e) {
@@ -368,6 +369,7 @@ void Session::tick(Clock::time_point now) {
   }
   groups_->refresh();
   poll_engine_tasks();
+  report_pull_progress(now);
   for (auto& n : nodes_) {
     poll_node(*n, now);
     if (auto h = n->health->poll(now); h && registered_) send(protocol::encode(protocol::Health{n->name, h->ok, h->reason}));

@@ -147,7 +147,10 @@ class Session {
   bool drop_queued(const std::string& alloc);
   void start_pull(const std::string& image, const std::string& source);
   void pull_done(const std::string& image, int status, const std::string& output);
-  void run_engine(std::vector<std::string> argv, std::function<void(int, const std::string&)> done);
+  void run_engine(std::vector<std::string> argv, std::function<void(int, const std::string&)> done,
+                  std::function<void(const std::string&)> progress = {});
+  void report_pull_progress(Clock::time_point now);
+  void on_images(const nlohmann::json& msg);
   void poll_engine_tasks();
   void remove_containers(Node& n, const std::string& alloc);
   void reap_orphan_containers(Node& n);

@@ -8,6 +8,7 @@
 
 #include "agent/launch/container.hpp"
 #include "agent/launch/process.hpp"
+#include "jobs/container.hpp"
 #include "agent/session/session_internal.hpp"
 
 namespace railyard::agent {
@@ -40,7 +41,8 @@ std::string engine_error(const std::string& output) {
 
 }  // namespace
 
-void Session::run_engine(std::vector<std::string> argv, std::function<void(int, const std::string&)> done) {
+void Session::run_engine(std::vector<std::string> argv, std::function<void(int, const std::string&)> done,
+                         std::function<void(const std::string&)> progress) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return done(-1, "cannot make a pipe");
   SpawnSpec spec{std::move(argv), containers_->engine_env(), "/", p[1], p[1], std::nullopt, {}, std::nullopt};
@@ -55,14 +57,20 @@ void Session::run_engine(std::vector<std::string> argv, std::function<void(int, 
   t->pid = spawned->pid;
   t->out = Fd(p[0]);
   t->done = std::move(done);
+  t->progress = std::move(progress);
   engine_tasks_.push_back(std::move(t));
 }
 
 void Session::poll_engine_tasks() {
   auto drain = [](EngineTask& t) {
     char buf[16384];
+    bool more = false;
     for (ssize_t n; (n = read(t.out.get(), buf, sizeof buf)) > 0;)
-      if (t.output.size() < kMaxTaskOutput) t.output.append(buf, static_cast<size_t>(n));
+      if (t.output.size() < kMaxTaskOutput) {
+        t.output.append(buf, static_cast<size_t>(n));
+        more = true;
+      }
+    if (more && t.progress) t.progress(t.output);
   };
   for (size_t i = 0; i < engine_tasks_.size();) {
     EngineTask& t = *engine_tasks_[i];
@@ -126,8 +134,14 @@ bool Session::drop_queued(const std::string& alloc) {
 void Session::start_pull(const std::string& image, const std::string& source) {
   log("pulling image " + image);
   auto pull = [this, image, source] {
-    run_engine(containers_->pull_argv(source),
-               [this, image](int status, const std::string& out) { pull_done(image, status, out); });
+    run_engine(
+        containers_->pull_argv(source), [this, image](int status, const std::string& out) { pull_done(image, status, out); },
+        [this, image](const std::string& out) {
+          // Without a terminal the engine prints a line per layer as it starts copying it, and no byte counts.
+          int layers = 0;
+          for (size_t pos = 0; (pos = out.find("Copying blob", pos)) != std::string::npos; pos += 12) ++layers;
+          if (auto it = pulls_.find(image); it != pulls_.end()) it->second->layers = layers;
+        });
   };
   if (is_archive_image(image)) return pull();
   // A registry image already in the engine's cache is used as it is (a pull would ask the registry again).
@@ -161,6 +175,64 @@ void Session::pull_done(const std::string& image, int status, const std::string&
                                                    order.value("node", std::string()), why}));
     if (type == "exec") send(protocol::encode(protocol::ExecFailed{order.contains("req") ? order["req"] : json(), why}));
   }
+}
+
+// Each launch waiting for a pull is reported every few seconds: the job's reason says what it waits for, and
+// the scheduler takes it as an answer to the launch order.
+void Session::report_pull_progress(Clock::time_point now) {
+  constexpr auto kEvery = std::chrono::seconds(5);
+  if (!registered_) return;
+  for (auto& [image, pull] : pulls_) {
+    if (now < pull->next_progress) continue;
+    pull->next_progress = now + kEvery;
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(now - pull->started).count();
+    std::string what = "pulling image " + image + " (" + std::to_string(secs / 60) + " min " + std::to_string(secs % 60) + " s";
+    if (pull->layers > 0) what += ", " + std::to_string(pull->layers) + " layer" + (pull->layers == 1 ? "" : "s") + " started";
+    what += ")";
+    for (const auto& [alloc, order] : pull->waiting)
+      if (order.value("type", std::string()) == "launch")
+        send(protocol::encode(protocol::LaunchProgress{alloc, order.value("job", int64_t{0}),
+                                                       order.value("node", std::string()), what}));
+  }
+}
+
+void Session::on_images(const json& msg) {
+  const auto order = msg.get<protocol::Images>();
+  protocol::ImageList answer{order.req, order.node, json::array(), {}, std::nullopt};
+  auto reply = [this](const protocol::ImageList& a) { send(protocol::encode(a)); };
+  if (!node(order.node)) {
+    answer.error = "node " + order.node + " is not hosted by this agent";
+    return reply(answer);
+  }
+  if (!containers_) {
+    answer.error = "node " + order.node + " has no container engine: " + containers_why_;
+    return reply(answer);
+  }
+  if (order.pull) {
+    auto image = jobs::parse_image(*order.pull);
+    if (!image || is_archive_image(*image)) {
+      answer.error = "prefetch " + *order.pull + ": " + (image ? "an archive is loaded by the job that names it" : image.error().message);
+      return reply(answer);
+    }
+    if (!images_.count(*image) && !pulls_.count(*image)) {
+      auto& pull = pulls_[*image];
+      pull = std::make_unique<ImagePull>();
+      pull->started = Clock::now();
+      start_pull(*image, *image);
+    }
+  }
+  run_engine(containers_->images_argv(), [this, answer, reply](int status, const std::string& out) mutable {
+    auto list = status == 0 ? containers_->parse_images(out) : Result<std::vector<CachedImage>>(internal_error(engine_error(out)));
+    if (!list) {
+      answer.error = "listing images: " + list.error().message;
+    } else {
+      for (const auto& i : *list)
+        answer.images.push_back(
+            {{"id", i.id}, {"names", i.names}, {"size_bytes", i.size_bytes}, {"created", i.created_unix}});
+    }
+    for (const auto& [image, pull] : pulls_) answer.pulling.push_back(image);
+    reply(answer);
+  });
 }
 
 void Session::remove_containers(Node& n, const std::string& alloc) {

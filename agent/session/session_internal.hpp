@@ -44,12 +44,15 @@ struct Session::EngineTask {
   Fd out;  // stdout and stderr together, non-blocking
   std::string output;
   std::function<void(int, const std::string&)> done;  // exit status (-1: killed), the output
+  std::function<void(const std::string&)> progress;    // the output so far, when more came; may be empty
 };
 
 // One image being brought into this node's cache, and the orders waiting for it.
 struct Session::ImagePull {
   std::vector<std::pair<std::string, nlohmann::json>> waiting;  // (alloc, launch or exec order), in arrival order
   Clock::time_point started{};
+  Clock::time_point next_progress{};  // when the waiting launches are next told how far it is
+  int layers = 0;                     // layers the engine has started copying
 };
 
 struct Session::Node {

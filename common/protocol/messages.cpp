@@ -247,6 +247,39 @@ void from_json(const json& j, Logs& m) {
   m.max_bytes = get_or<int64_t>(j, "max_bytes", 0);
 }
 
+void to_json(json& j, const Images& m) {
+  j = {{"req", m.req}, {"node", m.node}};
+  if (m.pull) j["pull"] = *m.pull;
+}
+void from_json(const json& j, Images& m) {
+  m.req = get<json>(j, "req");
+  m.node = get<std::string>(j, "node");
+  m.pull = opt<std::string>(j, "pull");
+}
+
+void to_json(json& j, const ImageList& m) {
+  j = {{"req", m.req}, {"node", m.node}, {"images", m.images}, {"pulling", m.pulling}};
+  if (m.error) j["error"] = *m.error;
+}
+void from_json(const json& j, ImageList& m) {
+  m.req = get<json>(j, "req");
+  m.node = get_or<std::string>(j, "node", "");
+  m.images = get_or<json>(j, "images", json::array());
+  if (!m.images.is_array()) field::wrong(j, "images", "an array");
+  m.pulling = get_or<std::vector<std::string>>(j, "pulling", {});
+  m.error = opt<std::string>(j, "error");
+}
+
+void to_json(json& j, const LaunchProgress& m) {
+  j = {{"alloc", m.alloc}, {"job", m.job}, {"node", m.node}, {"message", m.message}};
+}
+void from_json(const json& j, LaunchProgress& m) {
+  m.alloc = get<std::string>(j, "alloc");
+  m.job = get_or<int64_t>(j, "job", 0);
+  m.node = get<std::string>(j, "node");
+  m.message = get_or<std::string>(j, "message", "");
+}
+
 void to_json(json& j, const Ack& m) { j = {{"seq", m.seq}}; }
 void from_json(const json& j, Ack& m) { m.seq = get<int64_t>(j, "seq"); }
 

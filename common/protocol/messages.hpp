@@ -175,6 +175,28 @@ struct LogChunk {
   std::optional<std::string> error;
 };
 
+// The answer to `images`: the engine's cache ([{"id", "names", "size_bytes", "created"}]) and the images
+// being pulled; `error` when the node has no engine or listing failed.
+struct ImageList {
+  static constexpr const char* kType = "image_list";
+  json req;
+  std::string node;
+  json images = json::array();
+  std::vector<std::string> pulling;
+  std::optional<std::string> error;
+};
+
+// While a launch waits for its image: what the pull has done, every few seconds. The scheduler shows it as
+// the job's reason and counts it as an answer to the launch order (a pull may take longer than the launch
+// timeout).
+struct LaunchProgress {
+  static constexpr const char* kType = "launch_progress";
+  std::string alloc;
+  int64_t job = 0;
+  std::string node;
+  std::string message;
+};
+
 struct ExecStarted {
   static constexpr const char* kType = "exec_started";
   json req;
@@ -213,6 +235,15 @@ struct Exec {
   std::string alloc;
   std::string node;
   std::vector<std::string> argv;
+};
+
+// The engine's image cache of one node (railyard node images), and with `pull` set, a prefetch: the agent
+// starts pulling that image (as for a job) and answers at once with the cache as it is.
+struct Images {
+  static constexpr const char* kType = "images";
+  json req;
+  std::string node;
+  std::optional<std::string> pull;
 };
 
 struct Logs {
@@ -263,6 +294,9 @@ RAILYARD_PROTOCOL_JSON(NodeGpus)
 RAILYARD_PROTOCOL_JSON(Launch)
 RAILYARD_PROTOCOL_JSON(Exec)
 RAILYARD_PROTOCOL_JSON(Logs)
+RAILYARD_PROTOCOL_JSON(Images)
+RAILYARD_PROTOCOL_JSON(ImageList)
+RAILYARD_PROTOCOL_JSON(LaunchProgress)
 RAILYARD_PROTOCOL_JSON(Ack)
 RAILYARD_PROTOCOL_JSON(Error)
 #undef RAILYARD_PROTOCOL_JSON

@@ -102,6 +102,8 @@ class Router {
   HttpResponse job_metrics(const Route& route);
   HttpResponse job_runs(const Route& route);
   void job_logs(const Route& route, const Reply& reply);
+  // GET: the node's image cache (its agent's engine); POST {"image": ...}: start pulling it there (202).
+  void node_images(const HttpRequest& req, const Route& route, const Reply& reply);
   void alloc_exec(const HttpRequest& req, const Route& route, const Reply& reply);
   HttpResponse node_show(const Route& route);
   HttpResponse accounting(const Route& route);

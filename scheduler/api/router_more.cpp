@@ -8,6 +8,7 @@
 #include "scheduler/api/router.hpp"
 #include "scheduler/api/router_util.hpp"
 #include "scheduler/api/views.hpp"
+#include "jobs/container.hpp"
 
 namespace railyard::api {
 
@@ -89,6 +90,26 @@ void Router::job_logs(const Route& route, const Reply& reply) {
   if (!hub_) return reply(error_response(503, "unavailable", "no agent protocol"));
   hub_->request_logs(*r, static_cast<int>(*rank), stream, *offset, *max_bytes,
                      [reply](int status, json body) { reply(json_response(status, body)); });
+}
+
+void Router::node_images(const HttpRequest& req, const Route& route, const Reply& reply) {
+  if (!hub_) return reply(error_response(503, "unavailable", "no agent protocol"));
+  const std::string& node = route.seg[1];
+  if (service_.table().cluster().find_node(node) < 0)
+    return reply(error_response(404, "not_found", "node " + node + " not found"));
+  std::optional<std::string> pull;
+  if (req.method == "POST") {
+    auto body = parse_json_bounded(req.body);
+    if (!body || !body->is_object() || !body->contains("image") || !(*body)["image"].is_string())
+      return reply(error_response(400, "invalid_argument", "expected {\"image\": \"REGISTRY/NAME:TAG\"}"));
+    auto image = jobs::parse_image((*body)["image"].get<std::string>());
+    if (!image) return reply(error_response(400, "invalid_argument", "image: " + image.error().message));
+    pull = *image;
+  }
+  const int ok = pull ? 202 : 200;
+  hub_->request_images(node, pull, [reply, ok](int status, json body) {
+    reply(json_response(status == 200 ? ok : status, body));
+  });
 }
 
 void Router::alloc_exec(const HttpRequest& req, const Route& route, const Reply& reply) {

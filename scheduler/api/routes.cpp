@@ -132,6 +132,10 @@ std::span<const Router::Entry> Router::table() {
        [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
       {{"POST", "/api/v1/nodes/{name}/remove", A::kAdmin},
        [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
+      {{"GET", "/api/v1/nodes/{name}/images", A::kRead},
+       [](Router& r, Call& c) { r.node_images(c.req, c.route, c.reply); }},
+      {{"POST", "/api/v1/nodes/{name}/images", A::kAdmin},
+       [](Router& r, Call& c) { r.node_images(c.req, c.route, c.reply); }},
       {{"GET", "/api/v1/whoami", A::kUser},
        [](Router&, Call& c) {
          json me = {{"user", c.who->user}, {"role", store::to_string(c.who->role)}, {"auth", "token"}};

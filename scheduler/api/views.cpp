@@ -69,7 +69,9 @@ json job_json(const store::JobRecord& r, const lifecycle::JobTable& table, const
           {"start_time", opt(r.start_time)},
           {"end_time", opt(r.end_time)},
           {"exit_code", opt(r.exit_code)},
-          {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)},
+          {"reason", !table.starting_note(r).empty() ? json(table.starting_note(r))
+                     : r.reason.empty()             ? json(nullptr)
+                                                    : json(r.reason)},
           {"estimated_start", opt(r.estimated_start)},
           {"leaves_spanned", placed ? json(r.leaves_spanned) : json(nullptr)},
           {"min_leaves", placed ? json(r.min_leaves) : json(nullptr)},

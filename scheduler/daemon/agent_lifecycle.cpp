@@ -274,6 +274,16 @@ void AgentHub::running_if_launched(WriteBatch& b, const store::JobRecord& r, con
   if (all) JobTable::running_changes(b, r, "agent:" + node, "running as " + alloc, service_.now());
 }
 
+void AgentHub::on_launch_progress(const protocol::LaunchProgress& m) {
+  auto t = tracks_.find(m.alloc);
+  const auto* r = live_job(m.alloc);
+  if (!r || t == tracks_.end() || t->second.ended || !contains(t->second.nodes, m.node) ||
+      t->second.launched.count(m.node))
+    return;
+  t->second.launch_deadline = service_.now() + options_.launch_timeout_s;
+  service_.table().note_starting(r->id, m.node + ": " + m.message);
+}
+
 void AgentHub::on_launch_failed(const protocol::LaunchFailed& m) {
   const std::string &alloc = m.alloc, &node = m.node;
   const auto* r = live_job(alloc);

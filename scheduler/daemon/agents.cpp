@@ -122,7 +122,9 @@ void AgentHub::handle(Conn& c, const json& m) {
   if (type == "alloc_finished") return on_alloc_finished(c.peer.get(), owned(m.get<protocol::AllocFinished>()));
   if (type == "metrics") return on_metrics(c, owned(m.get<protocol::Metrics>()));
   if (type == "health") return on_health(c, m);
-  if (type == "log_chunk" || type == "exec_started" || type == "exec_failed") return on_answer(c, m);
+  if (type == "log_chunk" || type == "exec_started" || type == "exec_failed" || type == "image_list")
+    return on_answer(c, m);
+  if (type == "launch_progress") return on_launch_progress(owned(m.get<protocol::LaunchProgress>()));
   if (type == "register") throw json::other_error::create(501, "already registered", nullptr);
   ++stats_.bad_messages_total;
   error(c.peer.get(), "unknown_type", "unknown message type " + type);
@@ -193,6 +195,15 @@ void AgentHub::on_answer(const Conn& c, const json& m) {
     const auto a = m.get<protocol::ExecStarted>();
     req = protocol::field::as<int64_t>(a.req, "req");
     body = {{"pid", a.pid}};
+  } else if (type == "image_list") {
+    const auto a = m.get<protocol::ImageList>();
+    req = protocol::field::as<int64_t>(a.req, "req");
+    if (a.error) {
+      status = 502;
+      body = {{"error", {{"code", "engine"}, {"message", *a.error}}}};
+    } else {
+      body = {{"node", a.node}, {"images", a.images}, {"pulling", a.pulling}};
+    }
   } else if (type == "exec_failed") {
     const auto a = m.get<protocol::ExecFailed>();
     req = protocol::field::as<int64_t>(a.req, "req");
@@ -250,6 +261,14 @@ void AgentHub::request_logs(const store::JobRecord& r, int rank, const std::stri
   pending_[req] = {std::move(answer), node, service_.now() + options_.request_timeout_s};
   send_to_node(node,
                protocol::encode(protocol::Logs{req, alloc_id(r.id, r.attempt), node, rank, stream, offset, max_bytes}));
+}
+
+void AgentHub::request_images(const std::string& node, const std::optional<std::string>& pull, Answer answer) {
+  if (!connected(node))
+    return answer(503, {{"error", {{"code", "unavailable"}, {"message", "node " + node + " is not connected"}}}});
+  const int64_t req = next_req_++;
+  pending_[req] = {std::move(answer), node, service_.now() + options_.request_timeout_s};
+  send_to_node(node, protocol::encode(protocol::Images{req, node, pull}));
 }
 
 void AgentHub::request_exec(const std::string& alloc, const std::string& token, const std::string& node,

@@ -113,6 +113,8 @@ class AgentHub {
   void set_metrics_listener(MetricsListener l) { metrics_listener_ = std::move(l); }
 
   // Reads a rank's log through its node's agent. 404 unknown rank, 503 node not connected.
+  // The node's image cache from its agent; with `pull`, the agent starts pulling that image first.
+  void request_images(const std::string& node, const std::optional<std::string>& pull, Answer answer);
   void request_logs(const store::JobRecord& job, int rank, const std::string& stream, int64_t offset,
                     int64_t max_bytes, Answer answer);
   // POST /api/v1/allocs/ALLOC/exec (railyard-agent-exec). 403 bad token, 404 unknown alloc/node, 503, 502.
@@ -194,6 +196,8 @@ class AgentHub {
   void on_alloc_finished(Peer* from, const protocol::AllocFinished& m);
   void on_metrics(const Conn& c, const protocol::Metrics& m);
   void on_answer(const Conn& c, const nlohmann::json& m);
+  // A launch waiting for its image: the job's reason says so, and the launch timeout starts again.
+  void on_launch_progress(const protocol::LaunchProgress& m);
   void on_health(Conn& c, const nlohmann::json& m);
   // A node's health check result (from `health` or register.nodes[].health): a failing check drains the
   // node with "health: <reason>"; a passing one resumes a node that a health check drained (never one an

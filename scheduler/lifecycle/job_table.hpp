@@ -73,6 +73,10 @@ class JobTable {
   const std::map<JobId, JobRecord>& jobs() const { return jobs_; }
   JobId next_id() const { return jobs_.empty() ? 1 : jobs_.rbegin()->first + 1; }
   sched::NodeHealth health(topology::NodeId n) const { return health_[static_cast<size_t>(n)]; }
+  // What a STARTING job's launch is doing ("pulling image ..."), as its agents report it: in memory only,
+  // and shown as the job's reason while it is STARTING (starting_note() is "" otherwise).
+  void note_starting(JobId id, std::string note);
+  const std::string& starting_note(const JobRecord& r) const;
   // Whether node n's agent runs image jobs, as its last register said (nodes no agent registered yet: no).
   // In memory only: an agent says it again at every register.
   void set_containers(topology::NodeId n, bool runs_images);
@@ -235,6 +239,7 @@ class JobTable {
   std::vector<sched::NodeHealth> health_;
   std::vector<std::string> health_reason_;
   std::vector<char> containers_;  // per node: Snapshot::containers
+  std::unordered_map<JobId, std::pair<int, std::string>> starting_notes_;  // (attempt, note)
   std::map<std::string, GpuHold> draining_;  // by allocation id
   std::map<std::pair<JobId, int>, RunRecord> runs_;
   std::map<QuotaKey, QuotaRecord> quotas_;

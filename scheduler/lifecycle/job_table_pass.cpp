@@ -59,6 +59,24 @@ void JobTable::add_draining(sched::Snapshot& s) const {
     if (const JobRecord* r = find(d.job)) s.running.push_back({--fake, &r->spec, d.gpus, {}, s.now});
 }
 
+void JobTable::note_starting(JobId id, std::string note) {
+  const JobRecord* r = find(id);
+  if (r && r->state == JobState::kStarting) starting_notes_[id] = {r->attempt, std::move(note)};
+  // Notes of jobs no longer STARTING are dropped as new ones come: the map holds what is starting now.
+  if (starting_notes_.size() > 1024)
+    std::erase_if(starting_notes_, [this](const auto& n) {
+      const JobRecord* j = find(n.first);
+      return !j || j->state != JobState::kStarting;
+    });
+}
+
+const std::string& JobTable::starting_note(const JobRecord& r) const {
+  static const std::string kNone;
+  if (r.state != JobState::kStarting) return kNone;
+  auto it = starting_notes_.find(r.id);
+  return it == starting_notes_.end() || it->second.first != r.attempt ? kNone : it->second.second;
+}
+
 void JobTable::set_containers(topology::NodeId n, bool runs_images) {
   containers_[static_cast<size_t>(n)] = runs_images ? 1 : 0;
 }

@@ -36,7 +36,7 @@ TEST(ContainerMountAttack, APathTheUserCannotReadIsRefused) {
   for (const std::string source : {std::string("/root"), secret_dir, file, link_dir + "/link"}) {
     int64_t id = 0;
     EXPECT_EQ(mount_job_end(cluster, source + ":/x", id), "FAILED") << source;
-    const std::string reason = cluster.job(id).value("reason", std::string());
+    const std::string reason = reason_of(cluster, id);
     EXPECT_NE(reason.find("cannot read " + source), std::string::npos) << source << ": " << reason;
     EXPECT_EQ(read_small(cluster.alloc_dir(id) + "/rank-0.out").find("secret"), std::string::npos) << source;
   }

@@ -34,6 +34,12 @@ inline std::string container_skip_reason() {
   return {};
 }
 
+// The job's reason, "" while it has none (null).
+inline std::string reason_of(AttackCluster& cluster, int64_t id) {
+  const auto j = cluster.job(id);
+  return j.contains("reason") && j["reason"].is_string() ? j["reason"].get<std::string>() : std::string();
+}
+
 // Names of the containers (running or not) of allocation `alloc` on node `node` of this cluster's agent, one
 // per line. (Other tests' clusters run allocations of the same ids on nodes of the same names.)
 inline std::string containers_of(const AttackCluster& cluster, const std::string& alloc,

@@ -198,7 +198,7 @@ TEST(ImageJob, MissingImageFailsWithAMessageNamingIt) {
   const std::string image = "localhost/railyard-no-such-image:1";
   const int64_t id = cluster.submit(image_job(image, "true"));
   EXPECT_EQ(cluster.wait_done(id), "FAILED");
-  const std::string reason = cluster.job(id).value("reason", std::string());
+  const std::string reason = reason_of(cluster, id);
   EXPECT_NE(reason.find("cannot pull image " + image), std::string::npos) << reason;
 }
 
@@ -217,7 +217,7 @@ TEST(ImageJob, ArchiveImageIsLoadedOnlyWhenTheUserCanReadIt) {
   ::chmod(secret.c_str(), 0600);
   const int64_t refused = cluster.submit(image_job("docker-archive:" + secret, "true"));
   EXPECT_EQ(cluster.wait_done(refused), "FAILED");
-  EXPECT_NE(cluster.job(refused).value("reason", std::string()).find("cannot read " + secret), std::string::npos)
+  EXPECT_NE(reason_of(cluster, refused).find("cannot read " + secret), std::string::npos)
       << cluster.job(refused).dump();
 }
 
@@ -229,7 +229,7 @@ TEST(ImageJob, NodeWithoutAnEngineGetsNoImageJob) {
   EXPECT_EQ(cluster.wait_done(host), "COMPLETED");
   std::string reason;
   EXPECT_TRUE(until([&] {
-    reason = cluster.job(image).value("reason", std::string());
+    reason = reason_of(cluster, image);
     return reason.find("runs containers") != std::string::npos;
   })) << cluster.job(image).dump();
   EXPECT_EQ(cluster.state(image), "PENDING");
