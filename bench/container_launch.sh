@@ -5,6 +5,7 @@
 # the job shares (mounted at its own path in the image); per run:
 #   start: submit -> the last rank's first instruction (every rank running its command)
 #   end:   submit -> the job COMPLETED (polling GET /jobs/ID every 10 ms), the containers' teardown included
+# and, apart, the engine alone: 1, 2 and 4 containers of the image started at once and gone (podman run).
 # Runs alternate host/image first, REPS of each. The image's cost should be the engine's start of a container
 # (podman run: ~0.3 s here) and nothing of Railyard's on top.
 #
@@ -58,6 +59,18 @@ run() {  # run LAUNCHER host|image TAG: prints "START_S END_S"
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
+engine_alone() {  # engine_alone N: seconds for N containers of the image started at once to run `true` and go
+  local t0 i
+  t0=$(now)
+  for i in $(seq "$1"); do
+    podman run --rm --pull never --log-driver none --network host --ipc host --pid host --cap-drop all \
+      --security-opt no-new-privileges --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --read-only \
+      "$IMAGE" true &
+  done
+  wait
+  echo "$(now) $t0" | awk '{printf "%.3f\n", $1 - $2}'
+}
+
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), $(podman --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| launcher | where | submit → all 4 ranks running, median s | all runs | submit → COMPLETED, median s | all runs |"
@@ -80,4 +93,14 @@ for launcher in env mpi; do
       "$(tr ' ' '\n' <<<"${ends[$where]}" | grep . | median)" "$(tr ' ' '\n' <<<"${ends[$where]}" | grep . | sort -g | paste -sd' ')"
   done
   unset starts ends
+done
+echo
+echo "The engine alone (no Railyard): N containers of the image started at once with the agent's flags, each"
+echo "running \`true\`, until the last is gone; $REPS runs:"
+echo
+echo "| containers at once | median s | all runs |"
+echo "|---|---|---|"
+for n in 1 2 4; do
+  runs=$(for r in $(seq "$REPS"); do engine_alone "$n"; done)
+  printf '| %d | %s | %s |\n' "$n" "$(median <<<"$runs")" "$(sort -g <<<"$runs" | paste -sd' ')"
 done

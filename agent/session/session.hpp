@@ -152,7 +152,10 @@ class Session {
   void report_pull_progress(Clock::time_point now);
   void on_images(const nlohmann::json& msg);
   void poll_engine_tasks();
-  void remove_containers(Node& n, const std::string& alloc);
+  // The allocation's env files; and its containers, when `engine` (an engine client was killed, or the
+  // agent did not start them): a client that exits by itself has removed its container (--rm) already,
+  // and a removal per allocation would cost every image job an engine command on a busy node.
+  void remove_containers(Node& n, const std::string& alloc, bool engine = true);
   void reap_orphan_containers(Node& n);
 
   void poll_node(Node& n, Clock::time_point now);

@@ -235,10 +235,10 @@ void Session::on_images(const json& msg) {
   });
 }
 
-void Session::remove_containers(Node& n, const std::string& alloc) {
+void Session::remove_containers(Node& n, const std::string& alloc, bool engine) {
   std::error_code ec;
   fs::remove_all(n.dir / "containers" / alloc, ec);
-  if (!containers_) return;
+  if (!containers_ || !engine) return;
   run_engine(containers_->remove_argv({{"railyard.alloc", alloc}, {kNodeDirLabel, n.dir.string()}}),
              [this, alloc, node = n.name](int status, const std::string& out) {
                if (status != 0) log("removing the containers of " + alloc + " on " + node + ": " + engine_error(out));

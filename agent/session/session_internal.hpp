@@ -36,6 +36,7 @@ struct Session::Alloc {
   // image. Unset for host jobs, and for image jobs adopted after a restart (their exec orders are refused).
   std::optional<LaunchRequest> image;
   bool containers = false;  // has (or had) containers on this node: removed when it ends
+  bool engine_interrupted = false;  // an engine client was killed: its container outlived it
 };
 
 // An engine command the agent waits for without blocking (a pull, a removal): output collected from a pipe.

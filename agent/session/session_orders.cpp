@@ -345,6 +345,9 @@ void Session::poll_node(Node& n, Clock::time_point now) {
   for (auto& ev : n.supervisor->poll(*groups_)) {
     if (auto* ex = std::get_if<RankExited>(&ev)) {
       auto it = n.allocs.find(ex->alloc_id);
+      // An engine client that did not exit by itself (killed, or not ours to wait for) did not remove its
+      // container (--rm): the allocation's end removes them.
+      if (it != n.allocs.end() && (ex->signal != 0 || ex->exit_code_lost)) it->second.engine_interrupted = true;
       if (it == n.allocs.end() || ex->code == 0 || !it->second.message.empty()) continue;
       it->second.signal = ex->signal;
       const std::string who =
@@ -357,7 +360,8 @@ void Session::poll_node(Node& n, Clock::time_point now) {
     } else if (auto* done = std::get_if<AllocationFinished>(&ev)) {
       auto it = n.allocs.find(done->alloc_id);
       if (it != n.allocs.end()) stream_metrics(n, it->second, done->alloc_id, now, true);
-      if (it != n.allocs.end() && it->second.containers) remove_containers(n, done->alloc_id);
+      if (it != n.allocs.end() && it->second.containers)
+        remove_containers(n, done->alloc_id, it->second.engine_interrupted || done->state == AllocState::kLost);
       finished(n, done->alloc_id, done->job_id, std::string(to_string(done->state)), done->exit_code);
       n.allocs.erase(done->alloc_id);
     }
