@@ -2,7 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/select.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,10 +50,20 @@ struct Ran {
   std::string err;
 };
 
-// Runs argv with env, as the agent or as `user`, and collects its output (blocking). For the start-up probe,
-// the orphan reaping and the checks of a few paths: short commands, never a pull.
+// Children that run_collect killed at their time limit but that had not exited yet (a process in
+// uninterruptible sleep on a hung file system outlives SIGKILL until it returns): reaped when they do.
+std::vector<pid_t>& unreaped() {
+  static std::vector<pid_t> pids;
+  return pids;
+}
+
+// Runs argv with env, as the agent or as `user`, and collects its output (blocking), for at most `limit`:
+// then its process group is killed and the answer says so. For the start-up probe, the orphan reaping
+// and the checks of a few paths: short commands, never a pull. A path on a hung NFS server must not hang
+// the agent.
 Ran run_collect(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                const std::optional<Credentials>& user = std::nullopt) {
+                const std::optional<Credentials>& user, std::chrono::milliseconds limit) {
+  std::erase_if(unreaped(), [](pid_t p) { return waitpid(p, nullptr, WNOHANG) != 0; });
   Ran r;
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0) return r;
@@ -71,40 +82,42 @@ Ran run_collect(const std::vector<std::string>& argv, const std::vector<std::str
     r.err = spawned.error().message;
     return r;
   }
-  // Both pipes are drained together so a child that fills one of them never blocks.
-  struct Stream {
-    int fd;
-    std::string* into;
-  } streams[2] = {{out[0], &r.out}, {err[0], &r.err}};
-  int open_count = 2;
-  while (open_count > 0) {
-    fd_set set;
-    FD_ZERO(&set);
-    int top = -1;
-    for (auto& s : streams)
-      if (s.fd >= 0) {
-        FD_SET(s.fd, &set);
-        top = std::max(top, s.fd);
-      }
-    if (select(top + 1, &set, nullptr, nullptr, nullptr) < 0) {
-      if (errno == EINTR) continue;
+  // Both pipes are drained together so a child that fills one of them never blocks. poll, not select: the
+  // agent holds a descriptor per log it tails, often more than select's 1,024.
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* into[2] = {&r.out, &r.err};
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  bool timed_out = false;
+  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
       break;
     }
-    for (auto& s : streams) {
-      if (s.fd < 0 || !FD_ISSET(s.fd, &set)) continue;
+    const int n = poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2 && n > 0; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       char buf[65536];
-      const ssize_t n = read(s.fd, buf, sizeof buf);
-      if (n > 0 && s.into->size() < kMaxOutput) s.into->append(buf, static_cast<size_t>(n));
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-        close(s.fd);
-        s.fd = -1;
-        --open_count;
+      const ssize_t got = read(fds[i].fd, buf, sizeof buf);
+      if (got > 0 && into[i]->size() < kMaxOutput) into[i]->append(buf, static_cast<size_t>(got));
+      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
       }
     }
   }
-  for (auto& s : streams)
-    if (s.fd >= 0) close(s.fd);
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
   int status = 0;
+  if (timed_out) {
+    signal_group(spawned->pgid, SIGKILL);
+    for (int i = 0; i < 100 && waitpid(spawned->pid, &status, WNOHANG) == 0; ++i) usleep(10'000);
+    if (waitpid(spawned->pid, &status, WNOHANG) == 0) unreaped().push_back(spawned->pid);
+    r.status = -1;
+    r.err = argv.front() + " did not finish within " + std::to_string(limit.count() / 1000) + " s";
+    return r;
+  }
   while (waitpid(spawned->pid, &status, 0) < 0 && errno == EINTR) {
   }
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -237,7 +250,7 @@ class Podman final : public ContainerRuntime {
     auto a = base();
     a.insert(a.end(), {"ps", "--all", "--filter", "label=" + filter_key + "=" + filter_value, "--format",
                        "{{index .Labels \"" + key + "\"}}"});
-    const Ran r = run_collect(a, engine_env());
+    const Ran r = run_collect(a, engine_env(), std::nullopt, o_.command_timeout);
     if (r.status != 0) return internal_error("podman ps: " + first_line(r.err));
     std::vector<std::string> out;
     for (size_t pos = 0; pos < r.out.size();) {
@@ -302,7 +315,7 @@ Status probe(const ContainerOptions& o, const std::string& runtime) {
   if (!runtime.empty()) a.insert(a.end(), {"--runtime", runtime});
   a.insert(a.end(), {"run", "--rm", "--log-driver", "none", "--network", "host", "--read-only", "--ulimit",
                      "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--rootfs", root.string(), kProbeCommand});
-  const Ran r = run_collect(a, engine_env_of(o));
+  const Ran r = run_collect(a, engine_env_of(o), std::nullopt, o.command_timeout);
   if (r.status == 127 && r.err.find(kProbeCommand) != std::string::npos) return ok();
   std::string why = first_line(r.err);
   if (why.empty()) why = "exit status " + std::to_string(r.status);
@@ -317,7 +330,7 @@ std::unique_ptr<ContainerRuntime> make_podman(const ContainerOptions& options, s
 }
 
 Result<std::unique_ptr<ContainerRuntime>> detect_container_runtime(const ContainerOptions& o) {
-  const Ran v = run_collect({o.engine, "--version"}, engine_env_of(o));
+  const Ran v = run_collect({o.engine, "--version"}, engine_env_of(o), std::nullopt, o.command_timeout);
   if (v.status != 0)
     return Error{ErrorCode::kUnavailable,
                  o.engine + " not usable: " + (v.err.empty() ? "not found" : first_line(v.err))};
@@ -362,18 +375,19 @@ std::vector<std::string> gpu_device_nodes(const fs::path& dev, const std::vector
 }
 
 Result<std::vector<jobs::Mount>> checked_mounts(const std::vector<jobs::Mount>& mounts,
-                                                const std::optional<Credentials>& user) {
+                                                const std::optional<Credentials>& user,
+                                                std::chrono::milliseconds limit) {
   std::vector<jobs::Mount> out;
   for (const auto& m : mounts) {
     // realpath -e as the user: every component must be searchable by them and the result exist; then
     // read (and, for a directory, search) permission on what it names.
     const std::string check = "p=$(realpath -e -- \"$1\") && test -r \"$p\" && { test ! -d \"$p\" || test -x \"$p\"; } "
                               "&& printf '%s' \"$p\"";
-    const Ran r = run_collect({"/bin/sh", "-c", check, "sh", m.source}, clean_env(), user);
+    const Ran r = run_collect({"/bin/sh", "-c", check, "sh", m.source}, clean_env(), user, limit);
     if (r.status != 0 || r.out.empty() || r.out.front() != '/')
       return Error{ErrorCode::kPermission,
                    "mount " + m.text() + ": " + (user ? "user " + user->user : std::string("the agent's user")) +
-                       " cannot read " + m.source + " on this node"};
+                       " cannot read " + m.source + " on this node" + (r.status == -1 && !r.err.empty() ? " (" + r.err + ")" : "")};
     jobs::Mount c = m;
     c.source = r.out;
     out.push_back(std::move(c));

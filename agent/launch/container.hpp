@@ -19,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -44,6 +45,9 @@ struct ContainerOptions {
   // KEY=VALUE added to the engine client's environment, as the operator configures it (HTTPS_PROXY,
   // CONTAINERS_REGISTRIES_CONF): never anything of a job's.
   std::vector<std::string> engine_env;
+  // How long a blocking engine command (the start-up probe, listing containers) may take before it is
+  // killed and taken as a failure.
+  std::chrono::milliseconds command_timeout{60'000};
 };
 
 // One process of a job, in a container.
@@ -114,9 +118,11 @@ std::vector<std::string> gpu_device_nodes(const std::filesystem::path& dev, cons
 
 // Each mount's source made canonical (links resolved) by a process running as `user`, which must be able
 // to read it (and, for a directory, enter it): a job cannot mount what its user could not read on the node.
-// The message names the first source refused. nullopt user: the agent's own.
+// The message names the first source refused. nullopt user: the agent's own. A check that takes longer than
+// `limit` (a path on a hung file server) is killed and refuses the mount.
 Result<std::vector<jobs::Mount>> checked_mounts(const std::vector<jobs::Mount>& mounts,
-                                                const std::optional<Credentials>& user);
+                                                const std::optional<Credentials>& user,
+                                                std::chrono::milliseconds limit = std::chrono::seconds(10));
 
 // Where an image job's processes start: the container's workdir, else the job's workdir when one of its
 // mounts makes it visible in the container, else /tmp (the container's own scratch). Never a path of the

@@ -177,16 +177,13 @@ std::string path_in_hierarchy(const fs::path& dir) {
 Result<SpawnSpec> Launcher::container_spawn(const LaunchRequest& req, const ProcessPlan& plan, const AllocDir& dir,
                                             const std::optional<Credentials>& user,
                                             const std::vector<std::string>& cgroups,
-                                            const std::vector<jobs::Mount>& extra_mounts,
+                                            const std::vector<jobs::Mount>& mounts,
                                             const std::string& name) const {
   const jobs::ContainerSpec& c = *req.spec.container;
   if (!options_.containers)
     return Error{ErrorCode::kUnavailable, "node " + req.local().name + " has no container engine for image " + c.image};
-  auto mounts = checked_mounts(c.mounts, user);
-  if (!mounts) return mounts.error();
   std::vector<jobs::Mount> all = {{dir.path().string(), dir.path().string(), false}};
-  all.insert(all.end(), extra_mounts.begin(), extra_mounts.end());
-  all.insert(all.end(), mounts->begin(), mounts->end());
+  all.insert(all.end(), mounts.begin(), mounts.end());
   auto text = env_file_text(plan.env);
   if (!text) return text.error();
   // The env file is root's and in a root-only directory: the job's values (tokens, keys) stay out of every
@@ -278,11 +275,18 @@ Result<Launched> Launcher::launch(const LaunchRequest& req) {
   }
 
   const bool in_image = req.spec.container && req.spec.launcher != jobs::Launcher::kMpi;
+  // The job's mounts, checked as its user once for all its processes here.
+  auto mounts = in_image ? checked_mounts(req.spec.container->mounts, *creds) : Result<std::vector<jobs::Mount>>(std::vector<jobs::Mount>{});
+  if (!mounts) {
+    close_fds();
+    remove_cgroup(rec.cgroups);
+    return mounts.error();
+  }
   for (const auto& p : *plans) {
     SpawnSpec spec{p.argv, p.env, p.workdir.empty() ? dir->path().string() : p.workdir, -1, -1, *creds, procs_fds,
                    options_.job_umask};
     if (in_image) {
-      auto c = container_spawn(req, p, *dir, *creds, rec.cgroups, {},
+      auto c = container_spawn(req, p, *dir, *creds, rec.cgroups, *mounts,
                                container_name(req.alloc_id, req.local().name, "rank" + std::to_string(p.rank),
                                               options_.state_dir.string()));
       if (!c) {

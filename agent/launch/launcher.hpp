@@ -77,12 +77,12 @@ class Launcher {
   // One process of an image job (spec.container set, its image already in the engine's cache): `plan` run
   // in the image as the job's user by the engine's client, which runs as the agent with its own clean
   // environment and joins the allocation's cgroup through `spec.cgroup_procs_fds` like any job process.
-  // The plan's environment goes to a root-only env file; the allocation directory, `extra_mounts` (the
-  // agent's own paths, not checked) and the job's mounts (checked readable by the user) are
-  // mounted; the container's cgroup is a child of the allocation's (`cgroups`, from cgroup_for).
+  // The plan's environment goes to a root-only env file; the allocation directory and `mounts` are mounted
+  // (the agent's own paths, and the job's as checked_mounts() returned them: checked readable by its user,
+  // resolved); the container's cgroup is a child of the allocation's (`cgroups`, from cgroup_for).
   Result<SpawnSpec> container_spawn(const LaunchRequest& request, const ProcessPlan& plan, const AllocDir& dir,
                                     const std::optional<Credentials>& user, const std::vector<std::string>& cgroups,
-                                    const std::vector<jobs::Mount>& extra_mounts, const std::string& name) const;
+                                    const std::vector<jobs::Mount>& mounts, const std::string& name) const;
   // Whether allocation groups can be made here (a cgroup mechanism was found and not disabled).
   bool isolates() const { return cgroups_ != nullptr; }
   // "cgroups: cgroup v1 (memory at ...)" or "cgroups: none (why)": for the agent's start-up log.

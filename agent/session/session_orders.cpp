@@ -209,6 +209,13 @@ void Session::on_exec(const json& msg) {
     if (!mpi_out.empty()) own.push_back({(mpi_out / alloc).string(), (mpi_out / alloc).string(), false});
     const std::string& helper = n->launcher->options().exec_helper;
     if (!helper.empty() && helper.front() == '/') own.push_back({helper, helper, true});
+    auto job_mounts = checked_mounts(a.image->spec.container->mounts, *creds);
+    if (!job_mounts) {
+      for (int fd : procs_fds) close(fd);
+      failed.message = job_mounts.error().message;
+      return send_failed();
+    }
+    own.insert(own.end(), job_mounts->begin(), job_mounts->end());
     for (const auto& r : n->supervisor->records())
       if (r.alloc_id == alloc) cgroups = r.cgroups;
     const ProcessPlan plan{kFirstExecRank + a.execs, spec.argv, spec.env, ""};

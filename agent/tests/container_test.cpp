@@ -7,6 +7,8 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 
 #include "agent/launch/plan.hpp"
 #include "agent/tests/test_util.hpp"
@@ -177,6 +179,20 @@ TEST(Container, NamesAreUniquePerNodeDirectoryAndValidForTheEngine) {
   EXPECT_NE(a, b);
   EXPECT_EQ(a.rfind("railyard-7.1-dgx_001-rank0-", 0), 0u) << a;
   EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; }));
+}
+
+TEST(Container, AnEngineThatDoesNotAnswerIsGivenUpOnNotWaitedFor) {
+  TempDir dir;
+  const fs::path engine = dir.path() / "hung-engine";
+  std::ofstream(engine) << "#!/bin/sh\nexec sleep 600\n";
+  fs::permissions(engine, fs::perms::owner_all);
+  ContainerOptions o;
+  o.engine = engine.string();
+  o.state_dir = dir.path();
+  o.command_timeout = std::chrono::milliseconds(300);
+  auto r = detect_container_runtime(o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("did not finish within"), std::string::npos) << r.error().message;
 }
 
 TEST(Container, ArchiveReferencesNameTheirFile) {
