@@ -159,10 +159,16 @@ void Session::pull_done(const std::string& image, int status, const std::string&
   if (status == 0 && !reference.empty()) {
     images_[image] = reference;
     log("image " + image + " is in the cache" + (reference != image ? " as " + reference : ""));
+    // Each order was read once already (receive() then queued it); one that still fails is logged, and the
+    // orders after it go on.
     for (auto& [alloc, order] : waiting) {
       const std::string type = order.value("type", std::string());
-      if (type == "launch") on_launch(order);
-      if (type == "exec") on_exec(order);
+      try {
+        if (type == "launch") on_launch(order);
+        if (type == "exec") on_exec(order);
+      } catch (const json::exception& e) {
+        log("the " + type + " order of " + alloc + " that waited for image " + image + ": " + e.what());
+      }
     }
     return;
   }
