@@ -369,6 +369,7 @@ void Session::tick(Clock::time_point now) {
   }
   groups_->refresh();
   poll_engine_tasks();
+  if (containers_) run_removals(now);
   report_pull_progress(now);
   for (auto& n : nodes_) {
     poll_node(*n, now);

@@ -156,6 +156,7 @@ class Session {
   // agent did not start them): a client that exits by itself has removed its container (--rm) already,
   // and a removal per allocation would cost every image job an engine command on a busy node.
   void remove_containers(Node& n, const std::string& alloc, bool engine = true);
+  void run_removals(Clock::time_point now);
   void reap_orphan_containers(Node& n);
 
   void poll_node(Node& n, Clock::time_point now);
@@ -179,6 +180,13 @@ class Session {
   std::shared_ptr<const ContainerRuntime> containers_;  // null: no image jobs here (containers_why_ says why)
   std::string containers_why_;
   std::vector<std::unique_ptr<EngineTask>> engine_tasks_;
+  struct Removal {  // an allocation's containers to remove (remove_containers), retried until done
+    std::string node, node_dir, alloc;
+    int attempts = 0;
+    Clock::time_point at;
+    bool running = false;
+  };
+  std::vector<Removal> removals_;
   std::map<std::string, std::unique_ptr<ImagePull>> pulls_;  // by the image as the job names it
   std::map<std::string, std::string> images_;  // cached here: the image as named -> the reference to run
   std::string challenge_;        // the scheduler's, from this connection's hello

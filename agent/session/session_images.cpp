@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 
 #include "agent/launch/container.hpp"
@@ -245,10 +246,31 @@ void Session::remove_containers(Node& n, const std::string& alloc, bool engine) 
   std::error_code ec;
   fs::remove_all(n.dir / "containers" / alloc, ec);
   if (!containers_ || !engine) return;
-  run_engine(containers_->remove_argv({{"railyard.alloc", alloc}, {kNodeDirLabel, n.dir.string()}}),
-             [this, alloc, node = n.name](int status, const std::string& out) {
-               if (status != 0) log("removing the containers of " + alloc + " on " + node + ": " + engine_error(out));
-             });
+  removals_.push_back({n.name, n.dir.string(), alloc, 0, Clock::now(), false});
+}
+
+// A container whose processes were just killed may still be in the middle of the engine's own cleanup (its
+// conmon killed with them, its state not yet written), and `podman rm` then fails: each removal is retried,
+// a second apart, until the engine says it is done.
+void Session::run_removals(Clock::time_point now) {
+  constexpr int kAttempts = 30;
+  for (auto& r : removals_) {
+    if (r.running || now < r.at) continue;
+    r.running = true;
+    run_engine(containers_->remove_argv({{"railyard.alloc", r.alloc}, {kNodeDirLabel, r.node_dir}}),
+               [this, key = r.node_dir + "/" + r.alloc](int status, const std::string& out) {
+                 auto it = std::find_if(removals_.begin(), removals_.end(),
+                                        [&](const Removal& x) { return x.node_dir + "/" + x.alloc == key; });
+                 if (it == removals_.end()) return;
+                 if (status == 0) return void(removals_.erase(it));
+                 if (++it->attempts >= kAttempts) {
+                   log("giving up removing the containers of " + it->alloc + " on " + it->node + ": " + engine_error(out));
+                   return void(removals_.erase(it));
+                 }
+                 it->running = false;
+                 it->at = Clock::now() + std::chrono::seconds(1);
+               });
+  }
 }
 
 // Containers of this node whose allocation the agent does not supervise (it was killed and the allocation
