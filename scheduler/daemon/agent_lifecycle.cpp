@@ -47,9 +47,10 @@ void AgentHub::start() {
   const int64_t now = service_.now();
   grace_end_ = now + options_.reconcile_grace_s;
   const auto& table = service_.table();
+  PortsInUse ports = ports_in_use();
   for (const auto& [id, r] : table.jobs()) {
     if (!live(r.state)) continue;
-    track_started(r);
+    track_started(r, ports);
     Track& t = tracks_.at(alloc_id(r.id, r.attempt));
     t.restored = true;
     t.launch_sent.insert(r.nodes.begin(), r.nodes.end());
@@ -94,10 +95,14 @@ void AgentHub::add_holds(WriteBatch& b) const {
 // Called after every applied batch: new placements get launch orders, allocations whose job left
 // STARTING/RUNNING (cancel, failure, requeue, node DOWN) get kill orders.
 void AgentHub::on_batch(const WriteBatch& b) {
+  std::optional<PortsInUse> ports;  // made at the batch's first start
   auto look = [&](const store::JobRecord& changed) {
     const auto* r = service_.table().find(changed.id);
     if (!r) return;
-    if (live(r->state) && !tracks_.count(alloc_id(r->id, r->attempt))) track_started(*r);
+    if (live(r->state) && !tracks_.count(alloc_id(r->id, r->attempt))) {
+      if (!ports) ports = ports_in_use();
+      track_started(*r, *ports);
+    }
     if (r->attempt == 0) return;  // never placed: no allocation to end (most updates of a big queue)
     // Its allocations are <job>.1 .. <job>.<attempt>: look them up instead of scanning every track.
     for (int a = 1; a <= r->attempt; ++a) {
@@ -137,14 +142,18 @@ void AgentHub::unlink(const std::string& node) {
   spdlog::info("node {} removed: its agent connection no longer speaks for it", node);
 }
 
-void AgentHub::track_started(const store::JobRecord& r) {
+void AgentHub::track_started(const store::JobRecord& r, PortsInUse& ports) {
   const std::string alloc = alloc_id(r.id, r.attempt);
   Track t;
   t.job = r.id;
   t.nodes = r.nodes;
   t.gpus = r.gpus;
   for (const auto& s : r.slices) t.gpus.push_back(s.gpu);
-  if (!t.nodes.empty()) t.master_port = pick_master_port(t.nodes.front(), r.id, r.attempt);
+  if (!t.nodes.empty()) {
+    std::set<int>& taken = ports[t.nodes.front()];
+    t.master_port = master_port_for(r.id, r.attempt, taken);
+    taken.insert(t.master_port);
+  }
   auto& tr = tracks_[alloc] = std::move(t);
   if (!enabled()) return;
   for (const auto& n : tr.nodes)
@@ -161,11 +170,11 @@ int master_port_for(JobId job, int attempt, const std::set<int>& taken) {
   return kFirst + start;  // 30,000 live allocations led by one node: cannot happen (GPUs run out first)
 }
 
-int AgentHub::pick_master_port(const std::string& master, JobId job, int attempt) const {
-  std::set<int> taken;
+AgentHub::PortsInUse AgentHub::ports_in_use() const {
+  PortsInUse out;
   for (const auto& [alloc, t] : tracks_)
-    if (!t.ended && !t.nodes.empty() && t.nodes.front() == master) taken.insert(t.master_port);
-  return master_port_for(job, attempt, taken);
+    if (!t.ended && !t.nodes.empty()) out[t.nodes.front()].insert(t.master_port);
+  return out;
 }
 
 void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::string& node) {

@@ -157,8 +157,12 @@ class AgentHub {
     int64_t deadline = 0;
   };
 
-  // master_port_for() over the ports of the other live allocations led by `master`.
-  int pick_master_port(const std::string& master, JobId job, int attempt) const;
+  // The master ports of the live allocations, by the node that leads them (their first): what a new
+  // allocation's port must differ from (master_port_for). Made once for a whole batch of starts and added to
+  // as they are tracked: a scan of every track per start made applying a pass that starts tens of thousands
+  // of jobs quadratic.
+  using PortsInUse = std::unordered_map<std::string, std::set<int>>;
+  PortsInUse ports_in_use() const;
   void refuse(Conn& c, const std::string& reason);
   void send(Peer* p, const nlohmann::json& msg);
   void send_to_node(const std::string& node, const nlohmann::json& msg);
@@ -205,7 +209,7 @@ class AgentHub {
   void health_changes(WriteBatch& b, const std::string& node, bool ok, const std::string& reason, int64_t now);
 
   void on_batch(const WriteBatch& b);
-  void track_started(const store::JobRecord& r);
+  void track_started(const store::JobRecord& r, PortsInUse& ports);
   // Whether `node` may still run `t`: sent its launch, has not reported its end, and is connected, or
   // (restored allocations, agents enabled) has not registered since the restart and the grace is not over.
   bool outstanding(const Track& t, const std::string& node) const;
