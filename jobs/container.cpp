@@ -170,6 +170,15 @@ Result<std::string> parse_image(std::string_view text) {
   return ref;
 }
 
+std::string archive_path(std::string_view image) {
+  for (std::string_view prefix : kArchivePrefixes)
+    if (image.starts_with(prefix)) {
+      const std::string_view path = image.substr(prefix.size());
+      return std::string(path.substr(0, path.find(':')));
+    }
+  return {};
+}
+
 Result<Mount> parse_mount(std::string_view text) {
   const std::vector<std::string_view> parts = split(text, ':');
   if (parts.size() < 2 || parts.size() > 3)

@@ -29,6 +29,10 @@ inline constexpr size_t kMaxContainerNameLength = 128;
 // or control character, a relative archive path, a squashfs file, a malformed reference).
 Result<std::string> parse_image(std::string_view text);
 
+// The file of an archive image ("docker-archive:PATH[:REF]", "oci-archive:PATH[:REF]": PATH, without the
+// engine's reference after it), else "" for a registry reference.
+std::string archive_path(std::string_view image);
+
 // One mount, "SRC:DST[:ro|:rw]", normalized as above.
 Result<Mount> parse_mount(std::string_view text);
 

@@ -18,13 +18,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "jobs/container.hpp"
+
 namespace railyard::agent {
 
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kArchivePrefixes[] = {"docker-archive:", "oci-archive:"};
 constexpr const char* kProbeCommand = "/railyard-probe-does-not-exist";
 constexpr size_t kMaxOutput = 16 << 20;  // of one blocking engine command
 // Podman lowers its own RLIMIT_NPROC to this at start (its conmon and runc inherit it), and the runtime,
@@ -416,17 +417,7 @@ std::string container_name(const std::string& alloc, const std::string& node, co
   return n;
 }
 
-bool is_archive_image(const std::string& image) { return !archive_path(image).empty(); }
+bool is_archive_image(const std::string& image) { return !jobs::archive_path(image).empty(); }
 
-std::string archive_path(const std::string& image) {
-  for (const char* p : kArchivePrefixes)
-    if (image.rfind(p, 0) == 0) {
-      std::string path = image.substr(std::strlen(p));
-      // docker-archive:PATH[:REF]: the reference after the path is podman's; the file is PATH.
-      if (const auto colon = path.find(':'); colon != std::string::npos) path = path.substr(0, colon);
-      return path;
-    }
-  return {};
-}
 
 }  // namespace railyard::agent

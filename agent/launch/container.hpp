@@ -140,7 +140,7 @@ std::string container_name(const std::string& alloc, const std::string& node, co
 
 // A registry reference is what the engine caches under its name; an archive ("docker-archive:PATH",
 // "oci-archive:PATH") is loaded from a file on the node, which the job's user must be able to read.
+// (jobs::archive_path() names the file.)
 bool is_archive_image(const std::string& image);
-std::string archive_path(const std::string& image);  // PATH of an archive reference, else ""
 
 }  // namespace railyard::agent

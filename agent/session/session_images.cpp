@@ -96,7 +96,7 @@ Result<bool> Session::wait_for_image(const json& order, LaunchRequest& req, cons
   if (is_archive_image(image)) {
     // The archive is read by the engine as root: only one the job's user could read is loaded, and by the
     // path checked (links resolved as that user).
-    const std::string path = archive_path(image);
+    const std::string path = jobs::archive_path(image);
     auto checked = checked_mounts({{path, path, true}}, user);
     if (!checked) return Error{ErrorCode::kPermission, "image " + image + ": " + checked.error().message};
     source = image.substr(0, image.find(':') + 1) + checked->front().source + image.substr(image.find(':') + 1 + path.size());

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "agent/launch/plan.hpp"
+#include "jobs/container.hpp"
 #include "agent/tests/test_util.hpp"
 
 namespace railyard::agent {
@@ -196,9 +197,9 @@ TEST(Container, AnEngineThatDoesNotAnswerIsGivenUpOnNotWaitedFor) {
 }
 
 TEST(Container, ArchiveReferencesNameTheirFile) {
-  EXPECT_EQ(archive_path("docker-archive:/images/a.tar"), "/images/a.tar");
-  EXPECT_EQ(archive_path("oci-archive:/images/b.tar:latest"), "/images/b.tar");
-  EXPECT_EQ(archive_path("nvcr.io/nvidia/pytorch:24.04-py3"), "");
+  EXPECT_EQ(jobs::archive_path("docker-archive:/images/a.tar"), "/images/a.tar");
+  EXPECT_EQ(jobs::archive_path("oci-archive:/images/b.tar:latest"), "/images/b.tar");
+  EXPECT_EQ(jobs::archive_path("nvcr.io/nvidia/pytorch:24.04-py3"), "");
   EXPECT_TRUE(is_archive_image("oci-archive:/x.tar"));
   EXPECT_FALSE(is_archive_image("localhost/x:1"));
 }
