@@ -15,7 +15,9 @@ struct PassRunner::Work {
   sched::Plan plan;
   std::string error;  // schedule() threw: nothing to apply
   std::chrono::steady_clock::time_point start;
-  std::chrono::steady_clock::duration snapshot_time{}, schedule_time{};
+  std::chrono::steady_clock::duration snapshot_time{}, schedule_time{}, apply_time{};
+  // Applying it, slice by slice (PassRunner::apply_slice).
+  size_t applied = 0, stale = 0, updates = 0, slices = 0;
 };
 
 PassRunner::PassRunner(lifecycle::JobTable& table, Loop loop, Clock clock, Clock clock_ms,
@@ -124,29 +126,50 @@ void PassRunner::note_compact_waits(const Work& work) {
 }
 
 void PassRunner::finish(const std::shared_ptr<Work>& done) {
-  using Clock = std::chrono::steady_clock;
-  in_flight_ = false;
   const Work& work = *done;
-  auto again = [this] {
-    const bool wanted = again_;
-    again_ = false;
-    return wanted;
-  };
   if (!work.error.empty()) {
     spdlog::error("scheduling pass: internal error: {}", work.error);
-    last_end_ = monotonic_();
-    if (again()) request();
+    end_pass();
     return;
   }
+  note_compact_waits(work);
+  apply_slice(done, 0);
+}
+
+// The pass is over (applied, or given up): the next may start, paced from now.
+void PassRunner::end_pass() {
+  in_flight_ = false;
+  last_end_ = monotonic_();
+  if (again_) {
+    again_ = false;
+    request();
+  }
+}
+
+// Applies the plan's starts from `from` on, kApplySlice of them, and with the last slice everything else
+// (reasons, rejections, parking); then posts the next slice, so that heartbeats, submits and reads are
+// served between slices. Each slice is re-checked against the table of its moment (plan_changes()).
+void PassRunner::apply_slice(const std::shared_ptr<Work>& done, size_t from) {
+  using Clock = std::chrono::steady_clock;
+  Work& work = *done;
   const auto t_apply = monotonic_();
   const int64_t now = clock_();
-  note_compact_waits(work);
-  auto changes = table_.plan_changes(work.plan, now);
+  const size_t to = std::min(work.plan.starts.size(), from + kApplySlice);
+  const bool last = to == work.plan.starts.size();
+  sched::Plan slice;
+  slice.starts.assign(std::make_move_iterator(work.plan.starts.begin() + static_cast<std::ptrdiff_t>(from)),
+                      std::make_move_iterator(work.plan.starts.begin() + static_cast<std::ptrdiff_t>(to)));
+  if (last) {
+    slice.pending = std::move(work.plan.pending);
+    slice.rejected = std::move(work.plan.rejected);
+    slice.unexamined = std::move(work.plan.unexamined);
+  }
+  auto changes = table_.plan_changes(slice, now);
   WriteBatch b(std::move(changes.batch), store::Durability::kWritten);  // a lost start is placed again
   if (auto s = sink_.write(b); !s) {
     spdlog::error("scheduling pass: commit failed: {}", s.error().message);
-    last_end_ = monotonic_();
-    if (again()) request();
+    end_pass();  // the starts not applied are planned again by the next pass
+
     return;
   }
   sink_.applied(b);
@@ -157,30 +180,43 @@ void PassRunner::finish(const std::shared_ptr<Work>& done) {
     for (const auto& n : changes.notes) seen.updates.push_back(*table_.find(n.job));
     sink_.noted(seen);
   }
-  table_.park(work.plan.pending, work.snap.config.explain);
-  last_end_ = monotonic_();
-  last_duration_ = last_end_ - work.start;
+  work.applied += to - from - changes.stale;
+  work.stale += changes.stale;
+  work.updates += b.updates.size();
+  work.apply_time += monotonic_() - t_apply;
+  if (!last) {
+    ++work.slices;
+    std::weak_ptr<char> alive = alive_;
+    loop_.post(guarded("scheduling pass", [this, done, to, alive] {
+      if (!alive.expired()) apply_slice(done, to);
+    }));
+    return;
+  }
+  table_.park(slice.pending, work.snap.config.explain);
+  const auto end = monotonic_();
+  last_duration_ = end - work.start;
   const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   ++stats_.passes_total;
   stats_.last_pass_seconds = secs(last_duration_);
   stats_.pass_seconds_sum += stats_.last_pass_seconds;
   stats_.last_snapshot_seconds = secs(work.snapshot_time);
   stats_.last_schedule_seconds = secs(work.schedule_time);
-  stats_.last_apply_seconds = secs(last_end_ - t_apply);
-  stats_.stale_starts_total += static_cast<int64_t>(changes.stale);
-  const bool cut = !work.plan.unexamined.empty();
+  stats_.last_apply_seconds = secs(work.apply_time);
+  stats_.stale_starts_total += static_cast<int64_t>(work.stale);
+  const bool cut = !slice.unexamined.empty();
   stats_.cut_passes_total += cut ? 1 : 0;
-  stats_.last_unexamined = static_cast<int64_t>(work.plan.unexamined.size());
-  if (!work.plan.starts.empty() || !work.plan.rejected.empty() || stats_.last_pass_seconds > 0.5 || cut)
+  stats_.last_unexamined = static_cast<int64_t>(slice.unexamined.size());
+  if (work.applied > 0 || !slice.rejected.empty() || stats_.last_pass_seconds > 0.5 || cut)
     spdlog::info(
         "pass: {} pending ({} parked{}), {} started, {} stale, {} rejected, {} updates, {} new reasons, "
-        "{:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s)",
+        "{:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s{})",
         work.snap.pending.size(), table_.parked_count(),
-        cut ? ", " + std::to_string(work.plan.unexamined.size()) + " not reached within the budget" : "",
-        work.plan.starts.size() - changes.stale, changes.stale, work.plan.rejected.size(), b.updates.size(),
-        changes.notes.size(), stats_.last_pass_seconds, stats_.last_snapshot_seconds,
-        stats_.last_schedule_seconds, stats_.last_apply_seconds);
-  if (again() || changes.stale > 0 || cut) request();
+        cut ? ", " + std::to_string(slice.unexamined.size()) + " not reached within the budget" : "",
+        work.applied, work.stale, slice.rejected.size(), work.updates, changes.notes.size(),
+        stats_.last_pass_seconds, stats_.last_snapshot_seconds, stats_.last_schedule_seconds,
+        stats_.last_apply_seconds, work.slices > 0 ? " in " + std::to_string(work.slices + 1) + " slices" : "");
+  if (work.stale > 0 || cut) again_ = true;
+  end_pass();
 }
 
 }  // namespace railyard::daemon

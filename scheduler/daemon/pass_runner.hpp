@@ -18,6 +18,10 @@
 // start, and one more pass is asked for. Each pass starts again at the head of the queue, so the budget
 // bounds how long an event waits for its pass; the jobs past it are reached as the head's work shrinks.
 //
+// A plan with many starts is applied in slices of kApplySlice starts, each committed and applied on its own
+// and the next one posted, so the loop answers heartbeats and requests between them; the pass is in flight
+// until the last slice, which also applies the plan's reasons, rejections and parking.
+//
 // Arrays: an array is submitted (and synced) as one job record; each pass first creates its next tasks as
 // jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
 //
@@ -39,6 +43,9 @@
 namespace railyard::daemon {
 
 inline constexpr std::chrono::milliseconds kMinPassInterval{20};
+// Starts applied (and committed) at once: a plan with more is applied in slices, the loop serving what
+// waits between them (a slice of this size takes tens of milliseconds on a 10,000-node cluster).
+inline constexpr size_t kApplySlice = 1000;
 
 struct PassStats {
   int64_t passes_total = 0;
@@ -92,6 +99,8 @@ class PassRunner {
   void run();
   void tend_arrays();
   void finish(const std::shared_ptr<Work>& done);
+  void apply_slice(const std::shared_ptr<Work>& done, size_t from);
+  void end_pass();
   void note_compact_waits(const Work& work);
 
   lifecycle::JobTable& table_;
