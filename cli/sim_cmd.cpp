@@ -47,6 +47,7 @@ struct SimCmdOptions {
   std::string jobs_out;
   std::string on_bad_row = "skip";
   int64_t pass_interval_s = 0;
+  bool full_passes = false;
   int64_t compact_wait_s = sched::PolicyConfig{}.compact_wait_s;
   int64_t compact_wait_max_s = sched::PolicyConfig{}.compact_wait_max_s;
   double compact_wait_share = sched::PolicyConfig{}.compact_wait_share;
@@ -152,6 +153,7 @@ std::vector<sim::SimResult> run_policies(const SimCmdOptions& o, const topology:
   ProgressLine progress(names, o.progress || isatty(STDERR_FILENO));
   sim::SimOptions options;
   options.pass_interval_s = o.pass_interval_s;
+  options.full_passes = o.full_passes;
   options.comm = o.comm;
   std::vector<sim::SimResult> results(policies.size());
   auto run_one = [&](size_t i) {
@@ -287,6 +289,9 @@ void add_options(CLI::App& cmd, SimCmdOptions& o) {
   cmd.add_option("--pass-interval", o.pass_interval_s,
                  "At most one scheduling pass per this many virtual seconds")
       ->capture_default_str();
+  cmd.add_flag("--full-passes", o.full_passes,
+               "Every pass examines every waiting job (by default a pass skips the jobs that cannot start and "
+               "leaves their reasons; the starts are the same)");
   cmd.add_option("--compact-wait", o.compact_wait_s,
                  "Seconds a multi-node job that fits now only on more leaf groups than its minimum waits for "
                  "a placement on its minimum (0: off)")

@@ -52,6 +52,21 @@ class InFlight {
     loop_.run();
     return ids;
   }
+  // Runs the loop's work one item at a time: false when it held none.
+  bool step() {
+    if (loop_.work.empty()) return false;
+    auto fn = std::move(loop_.work.front());
+    loop_.work.pop_front();
+    fn();
+    return true;
+  }
+  // Computes the pass in flight, leaving its apply on the loop.
+  void compute_pass() {
+    ASSERT_EQ(worker.size(), 1u) << "one pass in flight";
+    auto fn = std::move(worker.front());
+    worker.pop_front();
+    fn();
+  }
   // Runs what the loop holds, then computes the pass in flight and applies its plan.
   void finish_pass() {
     loop_.run();
@@ -180,10 +195,13 @@ TEST(ServicePass, APassStopsAtItsBudgetAndTheJobsItDidNotReachSaySo) {
   EXPECT_EQ(f.svc->stats().last_unexamined, 200 - static_cast<long>(sched::kBudgetStride));
   ASSERT_EQ(f.worker.size(), 1u) << "a cut pass asks for the next one";
 
-  // The same budget: the head of the 168 still pending (32 reached before, 32 not), the rest keep their reason.
+  // The same budget: the head of the 168 still pending until the reservations are given (reservation_depth
+  // jobs, all reached before), then only jobs that no pass reached yet (the others cannot start: no GPU is
+  // free), the rest keeping their reason.
   f.finish_pass();
   EXPECT_EQ(count(starting), 32);
-  EXPECT_EQ(count(unreached), 200 - 32 - static_cast<long>(sched::kBudgetStride));
+  const long depth = sched::PolicyConfig{}.reservation_depth;
+  EXPECT_EQ(count(unreached), 200 - 2 * static_cast<long>(sched::kBudgetStride) + depth);
   EXPECT_EQ(f.svc->stats().cut_passes_total, 2);
 
   f.svc->set_pass_budget(std::chrono::milliseconds(0));  // no bound: the next pass reaches every job
@@ -194,6 +212,37 @@ TEST(ServicePass, APassStopsAtItsBudgetAndTheJobsItDidNotReachSaySo) {
   EXPECT_EQ(f.svc->stats().last_unexamined, 0);
   EXPECT_EQ(f.svc->stats().cut_passes_total, 2);
   EXPECT_TRUE(f.worker.empty()) << "a pass that reached every job asks for no other";
+}
+
+// A plan with more starts than daemon::kApplySlice is applied a slice at a time, each its own loop task:
+// what comes in meanwhile (here a cancel of a job the plan starts in a later slice) is served between
+// slices, the later slice drops the cancelled job's start, and the pass counts once.
+TEST(ServicePass, ABigPlanIsAppliedInSlicesWithTheLoopServingBetween) {
+  testing::TempDir dir;
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 10);  // 320 nodes, 2,560 GPUs
+  ASSERT_TRUE(cluster);
+  InFlight f(dir, std::make_unique<topology::Cluster>(std::move(*cluster)));
+  const size_t n = 2 * daemon::kApplySlice + 500;
+  const auto ids = f.submit(std::vector<int>(n, 1));
+  ASSERT_EQ(ids.size(), n);
+  f.compute_pass();
+  auto started = [&] {
+    return std::count_if(ids.begin(), ids.end(), [&](auto id) { return f.job(id).state == JobState::kStarting; });
+  };
+  ASSERT_TRUE(f.step());  // the first slice
+  EXPECT_EQ(started(), static_cast<long>(daemon::kApplySlice));
+  EXPECT_EQ(f.svc->stats().passes_total, 0) << "the pass is still being applied";
+  ASSERT_TRUE(f.svc->act(ids.back(), jobs::JobEvent::kCancelled, InFlight::kAdmin));
+  while (started() == static_cast<long>(daemon::kApplySlice) && f.step()) {
+  }
+  EXPECT_EQ(started(), 2 * static_cast<long>(daemon::kApplySlice)) << "the second slice";
+  EXPECT_EQ(f.svc->stats().passes_total, 0);
+  while (f.step()) {
+  }
+  EXPECT_EQ(started(), static_cast<long>(n) - 1);
+  EXPECT_EQ(f.job(ids.back()).state, JobState::kCancelled);
+  EXPECT_EQ(f.svc->stats().passes_total, 1);
+  EXPECT_EQ(f.svc->stats().stale_starts_total, 1) << "the cancelled job's start was dropped";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "scheduler/core/reservation.hpp"
 #include "scheduler/placement/placer.hpp"
 #include "scheduler/placement/request.hpp"
+#include "scheduler/queue/pending_queue.hpp"
 #include "scheduler/queue/preempt.hpp"
 #include "scheduler/queue/priority.hpp"
 #include "topology/cost.hpp"
@@ -74,36 +75,25 @@ namespace {
 // Failures already seen in this pass for one shape: usage only shrinks while the pass places jobs, so a
 // shape that did not fit for a window ending at E does not fit for any window ending at or after E.
 struct FailMemo {
-  struct Key {
-    uint64_t classes;
-    int nodes, k, total, replicas;
-    bool whole;
-    int layout;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<uint64_t>()(k.classes) ^ (static_cast<size_t>(k.nodes) * 1000003u) ^
-             (static_cast<size_t>(k.total) * 7919u) ^ (static_cast<size_t>(k.k) << 20) ^
-             (static_cast<size_t>(k.replicas) << 40) ^ (static_cast<size_t>(k.layout) << 50) ^ k.whole;
-    }
-  };
+  using Key = ShapeKey;
+  using KeyHash = ShapeKeyHash;
   struct Seen {
     int64_t min_end;
     std::string message;
   };
   std::unordered_map<Key, Seen, KeyHash> seen;
 
-  static std::optional<Key> key_of(const Request& r) {
-    if (r.class_mask == 0 || r.is_mig()) return std::nullopt;
-    return Key{r.class_mask, r.shape.nodes, r.shape.k_max(), r.shape.total, r.replicas, r.shape.whole_nodes,
-               static_cast<int>(r.layout)};
-  }
+  static std::optional<Key> key_of(const Request& r) { return shape_key(r); }
   const Seen* find(const Request& r) const {
     auto k = key_of(r);
     if (!k) return nullptr;
     auto it = seen.find(*k);
     return it != seen.end() && r.window.end >= it->second.min_end ? &it->second : nullptr;
+  }
+  // Whether a request of shape `k` with a window ending at `end` failed in this pass already.
+  bool failed(const Key& k, int64_t end) const {
+    auto it = seen.find(k);
+    return it != seen.end() && end >= it->second.min_end;
   }
   void add(const Request& r, std::string message) {
     if (auto k = key_of(r)) {
@@ -153,23 +143,132 @@ class Pass {
     return std::move(plan_);
   }
 
+  // The same pass over a queue kept across passes (queue/pending_queue.hpp), `queue` brought to s_ already.
+  // Jobs are taken in the order run() takes them (the merge of the buckets' heads by P). Every job is
+  // examined until the ordinary reservations are all given (or, without backfill, a job blocks the rest);
+  // from then on a job can only start, or preempt, or do nothing a later job would notice: the pass skips
+  // a bucket whole once no job of it can start (fewer free GPUs in its classes than it needs, or its shape
+  // failed for a window no longer than its shortest: usage only shrinks as the pass goes), and a job of a
+  // live bucket whose shape failed for a window no longer than its own, unless it may preempt. Such jobs
+  // would only be told again why they wait; they keep what the last pass told them. Marked jobs (new or
+  // changed, or gated) are examined wherever they are. Plan::unexamined lists the marked jobs a budget
+  // cut left.
+  Plan run(PendingQueue& queue) {
+    const uint64_t pass = queue.next_pass();
+    const PriorityModel& model = queue.model();
+    const auto users = fair_shares(s_.user_usage, s_.user_shares, queue.user_jobs());
+    const auto projects = fair_shares(s_.project_usage, s_.project_shares, queue.project_jobs());
+    std::vector<Priority> fair(queue.parties().size(), 0);
+    for (size_t i = 0; i < fair.size(); ++i) {
+      auto u = users.find(queue.parties()[i].first);
+      auto p = projects.find(queue.parties()[i].second);
+      if (u != users.end() && p != projects.end()) fair[i] = model.fair(u->second.factor, p->second.factor);
+    }
+    auto& buckets = queue.buckets();
+    std::vector<PendingQueue::Key> offsets(buckets.size());
+    for (size_t b = 0; b < buckets.size(); ++b) offsets[b] = queue.offset(buckets[b], fair[buckets[b].party], s_.now);
+
+    // The marked jobs, in order: a list walked beside the buckets.
+    constexpr uint32_t kMarked = UINT32_MAX;
+    std::vector<PendingQueue::Item> marked;
+    for (JobId id : queue.marked()) {
+      PendingQueue::Entry* e = queue.find(id);
+      if (!e || !e->marked || e->listed == pass) continue;
+      e->listed = pass;
+      PendingQueue::Item item = e->item;
+      item.key += offsets[e->bucket];
+      marked.push_back(item);
+    }
+    std::sort(marked.begin(), marked.end());
+
+    struct Head {
+      PendingQueue::Item item;  // key: P
+      uint32_t bucket;
+      std::set<PendingQueue::Item>::const_iterator next;  // in the bucket, after `item`
+      size_t next_marked = 0;
+      bool operator<(const Head& o) const { return o.item < item; }  // a max-heap of the first in order
+    };
+    std::vector<Head> heap;
+    auto push = [&](Head h) {
+      heap.push_back(std::move(h));
+      std::push_heap(heap.begin(), heap.end());
+    };
+    auto head_of = [&](uint32_t b, std::set<PendingQueue::Item>::const_iterator it) {
+      PendingQueue::Item item = *it;
+      item.key += offsets[b];
+      return Head{item, b, std::next(it)};
+    };
+    for (uint32_t b = 0; b < buckets.size(); ++b)
+      if (!buckets[b].jobs.empty()) heap.push_back(head_of(b, buckets[b].jobs.begin()));
+    if (!marked.empty()) heap.push_back(Head{marked.front(), kMarked, {}, 1});
+    std::make_heap(heap.begin(), heap.end());
+
+    bool preemptible = false;  // a scavenger job runs: a high one may start whatever the free GPUs
+    if (s_.config.preemption)
+      for (const auto& r : s_.running) preemptible = preemptible || (r.spec && r.spec->qos == jobs::Qos::kScavenger);
+    bool narrow = false;
+    auto free_in = [&](const std::vector<char>& eligible) {
+      int free = 0;
+      for (int c = 0; c < classes_.count(); ++c)
+        if (eligible[c]) free += usage_.class_free(c);
+      return free;
+    };
+    auto alive = [&](const PendingQueue::Bucket& b) {
+      if (blocked_by_) return false;
+      if (!b.shape || (b.high && preemptible)) return true;
+      return free_in(b.eligible) >= b.need && !memo_.failed(*b.shape, end_of(b.limit_floor));
+    };
+    size_t examined = 0;
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end());
+      Head h = std::move(heap.back());
+      heap.pop_back();
+      const PendingQueue::Item item = h.item;
+      PendingQueue::Entry& e = *item.entry;
+      if (h.bucket == kMarked) {
+        if (h.next_marked < marked.size()) push(Head{marked[h.next_marked], kMarked, {}, h.next_marked + 1});
+      } else {
+        const PendingQueue::Bucket& b = buckets[h.bucket];
+        if (narrow && !alive(b)) continue;  // the bucket is done with for this pass
+        if (h.next != b.jobs.end()) push(head_of(h.bucket, h.next));
+        if (narrow && !e.marked && !(b.high && preemptible) &&
+            memo_.failed(*b.shape, end_of(e.job.spec->time_limit_s)))
+          continue;
+      }
+      if (e.seen == pass) continue;
+      if (examined > 0 && examined % kBudgetStride == 0 && s_.out_of_time && s_.out_of_time()) {
+        for (const auto& m : marked)
+          if (m.entry->seen != pass) plan_.unexamined.push_back(m.id);
+        break;
+      }
+      e.seen = pass;
+      ++examined;
+      consider(e.job, static_cast<Priority>(item.key));
+      narrow = narrow || reservations_ >= s_.config.reservation_depth || blocked_by_;
+    }
+    return std::move(plan_);
+  }
+
  private:
+  // The end of a window starting now for a time limit (0: none).
+  int64_t end_of(int64_t limit) const { return limit > 0 && limit < kForever ? s_.now + limit : kForever; }
+
   void charge(const jobs::JobSpec& spec, int gpus) {
     if (s_.user_quota.empty() && s_.project_quota.empty()) return;  // nobody to hold to a quota
     user_used_[spec.user] += gpus;
     project_used_[spec.project] += gpus;
   }
 
-  void pend(const PendingJob& job, double priority, PendingReason reason, std::string message) {
+  void pend(const PendingJob& job, Priority priority, PendingReason reason, std::string message) {
     plan_.pending.push_back({job.id, reason, s_.config.explain ? std::move(message) : std::string(),
-                             std::nullopt, priority, std::nullopt});
+                             std::nullopt, priority_points(priority), std::nullopt});
   }
 
   // The held and dependency gates, first for every job: their verdict depends on the job and the jobs it
   // names alone (not on the cluster, the other jobs or the job's request), so the daemon leaves a job it
   // closed out of later passes until one of those changes (JobTable::park). False when the job waits (or
   // was rejected: a dependency that can never be met).
-  bool gates_open(const PendingJob& job, double priority) {
+  bool gates_open(const PendingJob& job, Priority priority) {
     if (job.held) return pend(job, priority, PendingReason::kHeld, "held"), false;
     const bool blocked = job.spec->any_dependency([&](const jobs::Dependency& d) {
       auto it = s_.dependencies.find(d);
@@ -186,7 +285,7 @@ class Pass {
   }
 
   // The user and project quotas; false when the job waits for its user's or project's GPUs.
-  bool within_quota(const PendingJob& job, double priority, int gpus) {
+  bool within_quota(const PendingJob& job, Priority priority, int gpus) {
     const auto& spec = *job.spec;
     if (auto q = s_.user_quota.find(spec.user); q != s_.user_quota.end() && user_used_[spec.user] + gpus > q->second) {
       pend(job, priority, PendingReason::kQuotaUser,
@@ -256,7 +355,7 @@ class Pass {
     plan_.starts.push_back(std::move(p));
   }
 
-  void consider(const PendingJob& job, double priority) {
+  void consider(const PendingJob& job, Priority priority) {
     const auto& spec = *job.spec;
     if (!gates_open(job, priority)) return;
     auto made = make_request(spec, *s_.cluster, classes_);
@@ -358,7 +457,7 @@ class Pass {
   // A job within the budget for which no compact set is reachable as running jobs end (e.g. a drained node
   // in every leaf group) starts now. True when the job waits. `preempts`: `choice` needs preemption (the
   // message says so).
-  bool wait_for_compact(const PendingJob& job, double priority, Request& req, const Choice& choice,
+  bool wait_for_compact(const PendingJob& job, Priority priority, Request& req, const Choice& choice,
                         bool preempts = false) {
     const auto& cfg = s_.config;
     if (!compact_waits(req)) return false;
@@ -517,7 +616,7 @@ class Pass {
     return free >= req.shape.total * req.replicas || req.is_mig();
   }
 
-  void not_placed(const PendingJob& job, double priority, Request& req, const FailMemo::Seen* seen) {
+  void not_placed(const PendingJob& job, Priority priority, Request& req, const FailMemo::Seen* seen) {
     std::string message;
     if (seen) message = seen->message;
     else if (s_.config.explain) message = explain_no_fit(usage_, req);
@@ -569,8 +668,9 @@ class Pass {
 }  // namespace
 
 Plan run_pass(const Snapshot& s, const NodeClasses& classes, ClusterUsage& usage,
-              std::span<const Releases::Entry> dues, bool holds_running) {
-  return Pass(s, classes, usage, dues, holds_running).run();
+              std::span<const Releases::Entry> dues, bool holds_running, PendingQueue* queue) {
+  Pass pass(s, classes, usage, dues, holds_running);
+  return queue ? pass.run(*queue) : pass.run();
 }
 
 Plan schedule(const Snapshot& snapshot) {

@@ -30,7 +30,12 @@ Plan schedule(const Snapshot& snapshot);
 // schedule(s) returns exactly what sched::schedule(s) returns, for any snapshot (another cluster or
 // health, or MIG slices, rebuild). Contract: a running job that stays with the same `gpus` vector (the
 // same buffer) from one call to the next kept its GPUs and expected end (moving the RunningJob is fine);
-// any other job is compared by value. Not thread-safe.
+// any other job is compared by value.
+// With Snapshot::pending_changes (a JobTable's snapshots) it also keeps the waiting jobs in priority order
+// (queue/pending_queue.hpp) and a pass examines only the jobs whose outcome can differ from the last pass's:
+// the starts, reservations and rejections are exactly sched::schedule()'s, and Plan::pending lists the
+// jobs examined, each with the reason schedule() gives it; the others keep the reason they have.
+// Not thread-safe.
 class Scheduler {
  public:
   Scheduler();

@@ -4,6 +4,7 @@
 
 #include "scheduler/core/cycle.hpp"
 #include "scheduler/core/pass.hpp"
+#include "scheduler/queue/pending_queue.hpp"
 
 namespace railyard::sched {
 
@@ -31,6 +32,7 @@ struct Scheduler::State {
   std::vector<Held> started;            // the last plan's starts, in plan order
   std::vector<Releases::Entry> dues;    // the running jobs' releases by expected end
   bool held_slices = false;             // some job in `held` holds MIG slices (not recorded there)
+  PendingQueue queue;                   // the waiting jobs, for snapshots with Snapshot::pending_changes
 
   static Held held_of(const RunningJob& r) { return {r.id, r.expected_end(), r.gpus.data(), r.gpus}; }
   // Whether running job `r` is what `work` holds as `h`: the same id and GPUs. Contract with the shell: a
@@ -143,8 +145,21 @@ Plan Scheduler::schedule(const Snapshot& snapshot) {
   }
   if (!st.reusable || !st.work || !st.update(snapshot)) st.rebuild(snapshot);
   st.reusable = false;
-  Plan plan = run_pass(snapshot, *st.classes, *st.work, st.dues, true);
+  PendingQueue* queue = nullptr;
+  if (snapshot.pending_changes) {
+    st.queue.update(snapshot, *st.classes);
+    queue = &st.queue;
+  } else if (st.queue.size() > 0) {
+    st.queue.clear();
+  }
+  Plan plan = run_pass(snapshot, *st.classes, *st.work, st.dues, true, queue);
   st.remember(plan);
+  if (queue) {
+    std::vector<JobId> gated;
+    for (const PendingInfo& p : plan.pending)
+      if (p.reason == PendingReason::kHeld || p.reason == PendingReason::kDependency) gated.push_back(p.job);
+    queue->after_pass(gated);
+  }
   return plan;
 }
 

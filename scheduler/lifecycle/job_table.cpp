@@ -99,7 +99,9 @@ void place(JobRecord& r, const sched::Placement& p, const topology::Cluster& c, 
 void note_reasons(const std::vector<sched::PendingInfo>& pending,
                   const std::map<JobId, const JobRecord*>& waiting_jobs, Touched& ch,
                   std::vector<JobTable::PendingNote>& notes) {
-  const bool by_id = std::is_sorted(pending.begin(), pending.end(),
+  // Walked alongside when that is cheaper than a lookup each (a pass that examined a fraction of the queue).
+  const bool by_id = pending.size() * 16 >= waiting_jobs.size() &&
+                     std::is_sorted(pending.begin(), pending.end(),
                                     [](const auto& a, const auto& b) { return a.job < b.job; });
   auto waiting = waiting_jobs.begin();
   for (const auto& info : pending) {
@@ -134,7 +136,7 @@ void note_reasons(const std::vector<sched::PendingInfo>& pending,
 // since the last pass that reached it) gets kNotReached. Walked alongside the waiting jobs when sorted by id.
 void note_unexamined(const std::vector<JobId>& unexamined, const std::map<JobId, const JobRecord*>& waiting_jobs,
                      std::vector<JobTable::PendingNote>& notes) {
-  const bool by_id = std::is_sorted(unexamined.begin(), unexamined.end());
+  const bool by_id = unexamined.size() * 16 >= waiting_jobs.size() && std::is_sorted(unexamined.begin(), unexamined.end());
   auto waiting = waiting_jobs.begin();
   for (JobId id : unexamined) {
     const JobRecord* cur = nullptr;
@@ -189,6 +191,11 @@ void JobTable::load(State state) {
   live_.pending.clear();
   live_.running.clear();
   pending_slot_.clear();
+  journal_.clear();
+  journal_source_ = 0;  // a new source: a Scheduler rebuilds its queue from the next snapshot
+  pending_with_dependencies_ = 0;
+  pending_by_gpus_.clear();
+  pending_high_ = 0;
   running_slot_.clear();
   parked_.clear();
   parked_on_.clear();

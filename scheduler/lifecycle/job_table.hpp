@@ -15,8 +15,10 @@
 // batches, until the next load().
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -141,6 +143,10 @@ class JobTable {
   sched::Snapshot& pass_input(int64_t now);
   // The waiting jobs the next pass will see (pass_input()'s pending), in no particular order.
   const std::vector<sched::PendingJob>& pass_pending() const { return live_.pending; }
+  // Of those: the fewest GPUs (JobSpec::gpus) one asks for (INT_MAX: none waits), and whether a high-QoS
+  // one waits. O(1).
+  int min_pending_gpus() const { return pending_by_gpus_.empty() ? INT_MAX : pending_by_gpus_.begin()->first; }
+  bool high_pending() const { return pending_high_ > 0; }
 
   // Parking: a waiting job that a pass found held, or waiting on a dependency, would only be told the same
   // again by every later pass until the job itself or a job it names changes, for that verdict depends on
@@ -231,6 +237,15 @@ class JobTable {
   void enter_pass(const JobRecord& r);
   void leave_pass(JobId id);
   void add_dependencies(sched::Snapshot& s) const;
+  // The pending set's journal (sched::Snapshot::pending_changes): ids that entered or left live_.pending
+  // since the last snapshot or pass input, which takes it. A source id per table and load(), so a
+  // Scheduler fed by another table, or by this one before a load(), rebuilds its queue.
+  std::shared_ptr<const sched::PendingChanges> take_pending_changes() const;
+  mutable std::vector<JobId> journal_;
+  mutable uint64_t journal_source_ = 0, journal_generation_ = 0;
+  int64_t pending_with_dependencies_ = 0;  // jobs in live_.pending with any dependency
+  std::map<int, int64_t> pending_by_gpus_;  // jobs in live_.pending by JobSpec::gpus
+  int64_t pending_high_ = 0;                // jobs in live_.pending of QoS high
   void add_draining(sched::Snapshot& s) const;
   Occupancy occupancy_;  // who holds each GPU: the re-check of a plan's starts (plan_changes())
   sched::Snapshot live_;

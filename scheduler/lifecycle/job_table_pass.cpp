@@ -1,4 +1,7 @@
 // JobTable: the pass input, kept by every change (pass_input()) and copied for the daemon (snapshot()).
+#include <algorithm>
+#include <atomic>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -10,6 +13,10 @@ using jobs::JobState;
 
 void JobTable::enter_pass(const JobRecord& r) {
   if (r.state == JobState::kPending || r.state == JobState::kHeld) {
+    journal_.push_back(r.id);
+    if (r.spec.any_dependency([](const jobs::Dependency&) { return true; })) ++pending_with_dependencies_;
+    ++pending_by_gpus_[r.spec.gpus];
+    pending_high_ += r.spec.qos == jobs::Qos::kHigh;
     pending_slot_[r.id] = static_cast<uint32_t>(live_.pending.size());
     live_.pending.push_back(
         {r.id, &r.spec, r.submit_time, r.state == JobState::kHeld, r.compact_since.value_or(-1)});
@@ -21,11 +28,11 @@ void JobTable::enter_pass(const JobRecord& r) {
 
 namespace {
 
-// Takes `id` out of `v` (swap with the last), keeping `slots` right.
+// Takes `id` out of `v` (swap with the last), keeping `slots` right; false when it was not there.
 template <typename T>
-void take_out(std::vector<T>& v, std::unordered_map<JobId, uint32_t>& slots, JobId id) {
+bool take_out(std::vector<T>& v, std::unordered_map<JobId, uint32_t>& slots, JobId id) {
   auto it = slots.find(id);
-  if (it == slots.end()) return;
+  if (it == slots.end()) return false;
   const uint32_t pos = it->second;
   slots.erase(it);
   if (pos + 1 != v.size()) {
@@ -33,17 +40,46 @@ void take_out(std::vector<T>& v, std::unordered_map<JobId, uint32_t>& slots, Job
     slots[v[pos].id] = pos;
   }
   v.pop_back();
+  return true;
 }
 
 }  // namespace
 
 void JobTable::leave_pass(JobId id) {
-  take_out(live_.pending, pending_slot_, id);
+  if (auto it = pending_slot_.find(id); it != pending_slot_.end()) {
+    journal_.push_back(id);
+    const jobs::JobSpec& spec = *live_.pending[it->second].spec;
+    if (spec.any_dependency([](const jobs::Dependency&) { return true; })) --pending_with_dependencies_;
+    if (auto n = pending_by_gpus_.find(spec.gpus); n != pending_by_gpus_.end() && --n->second == 0)
+      pending_by_gpus_.erase(n);
+    pending_high_ -= spec.qos == jobs::Qos::kHigh;
+    take_out(live_.pending, pending_slot_, id);
+  }
   take_out(live_.running, running_slot_, id);
+}
+
+std::shared_ptr<const sched::PendingChanges> JobTable::take_pending_changes() const {
+  static std::atomic<uint64_t> sources{0};
+  if (journal_source_ == 0) journal_source_ = ++sources;
+  auto c = std::make_shared<sched::PendingChanges>();
+  c->source = journal_source_;
+  c->from = journal_generation_;
+  c->to = ++journal_generation_;
+  std::sort(journal_.begin(), journal_.end());
+  journal_.erase(std::unique(journal_.begin(), journal_.end()), journal_.end());
+  for (JobId id : journal_) {
+    if (auto it = pending_slot_.find(id); it != pending_slot_.end())
+      c->current.push_back(live_.pending[it->second]);
+    else
+      c->gone.push_back(id);
+  }
+  journal_.clear();
+  return c;
 }
 
 void JobTable::add_dependencies(sched::Snapshot& s) const {
   s.dependencies.clear();
+  if (pending_with_dependencies_ == 0) return;
   for (const auto& p : s.pending)
     p.spec->any_dependency([&](const jobs::Dependency& d) {
       s.dependencies.emplace(d, dependency_state(d));
@@ -87,6 +123,7 @@ sched::Snapshot& JobTable::pass_input(int64_t now) {
   if (live_.health != health_) live_.health = health_;
   if (live_.containers != containers_) live_.containers = containers_;
   add_dependencies(live_);
+  live_.pending_changes = take_pending_changes();
   if (draining_.empty()) return live_;
   with_draining_ = live_;
   add_draining(with_draining_);
@@ -113,6 +150,7 @@ sched::Snapshot JobTable::snapshot(int64_t now) const {
   }
   add_dependencies(s);
   add_draining(s);
+  s.pending_changes = take_pending_changes();
   return s;
 }
 

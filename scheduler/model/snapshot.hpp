@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -97,6 +98,18 @@ struct PolicyConfig {
   bool search_shortcuts = true;
 };
 
+// What changed in Snapshot::pending since the previous snapshot of the same source (a JobTable), so that
+// a shell's sched::Scheduler brings the queue it keeps across passes up to date in O(changes) instead of
+// reading every waiting job again: each job added or changed since (as it is now), and each one gone.
+// `from` is the generation of the previous snapshot the source gave, `to` this one's; a Scheduler that did
+// not see `from` (or saw another source) rebuilds its queue from `pending`.
+struct PendingChanges {
+  uint64_t source = 0;
+  uint64_t from = 0, to = 0;
+  std::vector<PendingJob> current;
+  std::vector<JobId> gone;
+};
+
 struct Snapshot {
   const topology::Cluster* cluster = nullptr;
   std::vector<NodeHealth> health;                       // per NodeId; empty = all up
@@ -105,6 +118,10 @@ struct Snapshot {
   std::vector<char> containers;
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
+  // Set by a source that journals its queue (lifecycle::JobTable): then sched::Scheduler keeps the queue
+  // in priority order across passes, and a pass examines only the jobs whose outcome can differ from the
+  // last pass's (cycle.hpp). Unset: every pass examines every job.
+  std::shared_ptr<const PendingChanges> pending_changes;
   std::map<jobs::Dependency, DependencyState> dependencies;  // of pending jobs; missing = waiting
   std::unordered_map<std::string, double> user_usage;     // decayed GPU-seconds (see FairShareLedger)
   std::unordered_map<std::string, double> project_usage;

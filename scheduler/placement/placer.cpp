@@ -193,6 +193,12 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   const bool spread = r.layout == jobs::Layout::kSpread;
   const int k = s.k_max();
   const int size = c.max_gpus_per_node();
+  // Every qualifying node is usable, of an eligible class and has k free GPUs (the window only takes more
+  // away): with fewer such nodes than the shape has, none of the scans below can succeed.
+  int enough = 0;
+  for (int cls = 0; cls < u.classes().count(); ++cls)
+    if (r.eligible[cls]) enough += u.nodes_with_free(cls, k);
+  if (enough < s.nodes) return std::nullopt;
   std::vector<uint64_t> sets = s.whole_nodes ? std::vector<uint64_t>{} : rail_sets(k, size);
   if (s.whole_nodes) sets.push_back(k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
   sets.push_back(0);  // fallback: any k usable GPUs per node, rails not aligned

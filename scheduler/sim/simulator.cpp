@@ -107,7 +107,7 @@ Simulator::Simulator(const topology::Cluster& cluster, const std::vector<TraceJo
               return c;
             }()),
       progress_(progress),
-      vc_(cluster, policy.config),
+      vc_(cluster, policy.config, options.full_passes),
       runs_(1),
       ledger_(options.fairshare_half_life_s) {
   result_.policy = policy.name;
@@ -204,12 +204,8 @@ int64_t Simulator::next_event_time() {
 
 void Simulator::refresh_waiting() {
   if (!min_stale_) return;
-  min_waiting_ = INT_MAX;
-  high_waiting_ = false;
-  for (const sched::PendingJob& p : vc_.table().pass_pending()) {
-    min_waiting_ = std::min(min_waiting_, p.spec->gpus);
-    high_waiting_ = high_waiting_ || p.spec->qos == jobs::Qos::kHigh;
-  }
+  min_waiting_ = vc_.table().min_pending_gpus();
+  high_waiting_ = vc_.table().high_pending();
   min_stale_ = false;
 }
 

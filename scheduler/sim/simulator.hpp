@@ -37,6 +37,7 @@ struct SimOptions {
       0;  // at most one scheduling pass per this many virtual seconds; 0 = every event time
   CommParams comm;
   double fairshare_half_life_s = 7 * 24 * 3600.0;
+  bool full_passes = false;  // every pass examines every waiting job (VirtualCluster)
 };
 
 // What happened to one job: a trace row, or one task of a row's array. Times are virtual seconds; -1 = never.

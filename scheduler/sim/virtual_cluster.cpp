@@ -8,8 +8,8 @@ namespace railyard::sim {
 
 using jobs::JobState;
 
-VirtualCluster::VirtualCluster(const topology::Cluster& cluster, sched::PolicyConfig policy)
-    : table_(cluster), policy_(std::move(policy)) {}
+VirtualCluster::VirtualCluster(const topology::Cluster& cluster, sched::PolicyConfig policy, bool full_passes)
+    : table_(cluster), policy_(std::move(policy)), full_passes_(full_passes) {}
 
 JobId VirtualCluster::submit(jobs::JobSpec spec, int64_t now) {
   lifecycle::Changes b;
@@ -41,6 +41,12 @@ bool VirtualCluster::finish(JobId id, JobState end, std::optional<int> exit_code
   return true;
 }
 
+void VirtualCluster::set_quota(lifecycle::QuotaRecord q) {
+  lifecycle::Changes b;
+  b.quotas.push_back(std::move(q));
+  apply(b);
+}
+
 VirtualCluster::PassResult VirtualCluster::pass(int64_t now,
                                                 const std::unordered_map<std::string, double>* user_usage,
                                                 const std::unordered_map<std::string, double>* project_usage) {
@@ -53,10 +59,12 @@ VirtualCluster::PassResult VirtualCluster::pass(int64_t now,
   sched::Snapshot& snap = table_.pass_input(now);
   if (snap.pending.empty()) return out;
   snap.config = policy_;
+  if (full_passes_) snap.pending_changes.reset();
   if (user_usage) snap.user_usage = *user_usage;
   if (project_usage) snap.project_usage = *project_usage;
   out.ran = true;
   out.plan = scheduler_.schedule(snap);
+  if (observer_) observer_(snap, out.plan);
   std::sort(out.plan.pending.begin(), out.plan.pending.end(),
             [](const auto& a, const auto& b) { return a.job < b.job; });
   auto changes = table_.plan_changes(out.plan, now);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -25,7 +26,9 @@ using jobs::JobId;
 
 class VirtualCluster {
  public:
-  VirtualCluster(const topology::Cluster& cluster, sched::PolicyConfig policy);
+  // `full_passes`: every pass examines every waiting job (sched::Scheduler without Snapshot::pending_changes),
+  // for comparing with the passes that examine only what can change (the default).
+  VirtualCluster(const topology::Cluster& cluster, sched::PolicyConfig policy, bool full_passes = false);
 
   const lifecycle::JobTable& table() const { return table_; }
   // The id the next submitted job (or array task) gets.
@@ -52,6 +55,13 @@ class VirtualCluster {
     size_t stale = 0;                              // starts dropped by the re-check (a core bug here)
     bool ran = false;                              // false: nothing was waiting
   };
+  // Called by every pass with its input and the plan schedule() returned, before the plan is applied (the
+  // property tests compare that plan with a full pass's).
+  using PlanObserver = std::function<void(const sched::Snapshot&, const sched::Plan&)>;
+  void observe_plans(PlanObserver observer) { observer_ = std::move(observer); }
+  // Sets quota record `q` (as the daemon's PUT /quotas does).
+  void set_quota(lifecycle::QuotaRecord q);
+
   // One pass at `now`. `usage` (decayed GPU-seconds per user and project) feeds fair share.
   PassResult pass(int64_t now, const std::unordered_map<std::string, double>* user_usage = nullptr,
                   const std::unordered_map<std::string, double>* project_usage = nullptr);
@@ -62,6 +72,8 @@ class VirtualCluster {
   lifecycle::JobTable table_;
   sched::PolicyConfig policy_;
   sched::Scheduler scheduler_;
+  bool full_passes_ = false;
+  PlanObserver observer_;
   JobId next_id_ = 1;
 };
 
