@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "scheduler/daemon/service.hpp"
 #include "tests/service_harness.hpp"
@@ -184,6 +188,68 @@ TEST_P(FairShare, UsageAndSharesOrderTheQueue) {
   }
   ASSERT_EQ(after.users.size(), before.users.size());
   for (const auto& [who, u] : before.users) EXPECT_NEAR(after.users.at(who), u, u * 1e-9) << who;
+}
+
+// Running jobs count what they used so far, each from its own start: overlapping runs of one user in two
+// projects, one ended between, a restart, and a start 40 half-lives later (which moves the table's origin for
+// the running sums) each give the sum of every run's decayed use.
+TEST(FairShareUsage, RunningJobsCountEachRunFromItsStart) {
+  constexpr double kHalfLife = 3600;
+  ArrayWorld w;
+  const auto open = [&](daemon::Service& s) { s.track_usage(kHalfLife); };
+  w.reopen(open);
+  const sched::FairShareLedger ledger(kHalfLife);
+  struct Run {
+    jobs::JobId id;
+    int gpus;
+    std::string project;
+    int64_t start;
+    std::optional<int64_t> end;
+  };
+  std::vector<Run> runs;
+  const auto start = [&](int n, const std::string& project) {
+    const jobs::JobId id = submit_as(w, w.ada, gpus(n, project));
+    ASSERT_EQ(w.job(id).state, JobState::kStarting);
+    runs.push_back({id, n, project, w.now, std::nullopt});
+  };
+  const auto expect_usage = [&](const std::string& when) {
+    double ada = 0;
+    std::map<std::string, double> projects;
+    for (const Run& r : runs) {
+      const int64_t end = r.end.value_or(w.now);
+      const double used =
+          ledger.decayed_use(r.gpus, r.start, end) * std::exp2(-static_cast<double>(w.now - end) / kHalfLife);
+      ada += used;
+      projects[r.project] += used;
+    }
+    const auto usage = w.svc->table().usage_at(w.now);
+    EXPECT_NEAR(usage.users.at("ada"), ada, ada * 1e-9) << when;
+    for (const auto& [p, used] : projects) {
+      if (used <= 1e-9) continue;
+      EXPECT_NEAR(usage.projects.at(p), used, used * 1e-9) << when << ": " << p;
+    }
+  };
+  start(8, "vision");
+  w.now += 600;
+  start(16, "speech");
+  w.now += 1200;
+  start(8, "vision");
+  w.now += 300;
+  expect_usage("three running");
+  w.end({runs[1].id}, JobState::kCompleted);
+  runs[1].end = w.now;
+  w.now += 900;
+  expect_usage("one ended");
+  w.reopen(open);
+  expect_usage("after a restart");
+  w.now += static_cast<int64_t>(40 * kHalfLife);
+  start(24, "speech");
+  w.now += 60;
+  expect_usage("a start 40 half-lives on");
+  w.end({runs[0].id, runs[3].id}, JobState::kCompleted);
+  runs[0].end = runs[3].end = w.now;
+  w.now += 60;
+  expect_usage("two more ended");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FairShare,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <optional>
 #include <unordered_map>
 
@@ -203,6 +204,8 @@ void JobTable::load(State state) {
   draining_.clear();
   runs_.clear();
   if (usage_) usage_.emplace(usage_->half_life_s());
+  running_users_.clear();
+  running_projects_.clear();
   quotas_.clear();
   live_.user_quota.clear();
   live_.project_quota.clear();
@@ -343,6 +346,7 @@ void JobTable::charge_ended(const std::vector<const RunRecord*>& ended) {
 
 void JobTable::track_usage(double half_life_s) {
   usage_.emplace(half_life_s);
+  rebase_running_use(0);
   std::vector<const RunRecord*> ended;
   for (const auto& [key, r] : runs_)
     if (r.end) ended.push_back(&r);
@@ -373,12 +377,13 @@ JobTable::Usage JobTable::usage_at(int64_t now) const {
                            : std::exp2(-static_cast<double>(now - as_of) / usage_->half_life_s());
   for (const auto& [who, used] : usage_->users()) u.users[who] = used * decay;
   for (const auto& [who, used] : usage_->projects()) u.projects[who] = used * decay;
-  for (const auto& r : live_.running) {
-    const double used = usage_->decayed_use(static_cast<int>(r.gpus.size() + r.slices.size()), r.start_time, now);
-    if (used <= 0) continue;
-    u.users[r.spec->user] += used;
-    u.projects[r.spec->project] += used;
-  }
+  const double per_gpu = usage_->half_life_s() / std::numbers::ln2;
+  const double now_scale = std::exp2(-static_cast<double>(now - use_origin_) / usage_->half_life_s());
+  for (auto [running, out] : {std::pair{&running_users_, &u.users}, std::pair{&running_projects_, &u.projects}})
+    for (const auto& [who, r] : *running) {
+      const double used = per_gpu * (r.gpus - r.scaled * now_scale);
+      if (used > 0) (*out)[who] += used;
+    }
   return u;
 }
 

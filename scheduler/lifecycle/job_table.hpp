@@ -261,6 +261,17 @@ class JobTable {
   // Ended runs' usage (track_usage()), each charged once, when its end is applied.
   std::optional<sched::FairShareLedger> usage_;
   void charge_ended(const std::vector<const RunRecord*>& ended);
+  // Running jobs' use so far, per user and per project, in closed form: the sum over their jobs of
+  // FairShareLedger::decayed_use(g, start, now) is H/ln2 · (Σg − 2^(−(now − origin)/H) · Σ g·2^((start −
+  // origin)/H)), so usage_at() costs O(parties), not O(running jobs). Kept while usage is tracked; the origin
+  // moves (and the sums are rebuilt) when a start is 32 half-lives from it.
+  struct RunningUse {
+    double gpus = 0, scaled = 0;
+  };
+  std::unordered_map<std::string, RunningUse> running_users_, running_projects_;
+  int64_t use_origin_ = 0;
+  void count_running(const sched::RunningJob& r, int sign);
+  void rebase_running_use(int64_t origin);
   std::map<JobId, ArrayProgress> arrays_;
   std::set<JobId> open_arrays_;  // arrays not ended
 };

@@ -1,6 +1,7 @@
 // JobTable: the pass input, kept by every change (pass_input()) and copied for the daemon (snapshot()).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -23,7 +24,33 @@ void JobTable::enter_pass(const JobRecord& r) {
   } else {
     running_slot_[r.id] = static_cast<uint32_t>(live_.running.size());
     live_.running.push_back({r.id, &r.spec, r.gpus, r.slices, r.start_time.value_or(0)});
+    count_running(live_.running.back(), +1);
   }
+}
+
+void JobTable::count_running(const sched::RunningJob& r, int sign) {
+  if (!usage_) return;
+  const double h = usage_->half_life_s();
+  const double exponent = static_cast<double>(r.start_time - use_origin_) / h;
+  if (sign > 0 && exponent > 32) return rebase_running_use(r.start_time);  // counts r
+  const double g = sign * static_cast<double>(r.gpus.size() + r.slices.size());
+  const double scaled = g * std::exp2(exponent);
+  for (auto* m : {&running_users_, &running_projects_}) {
+    const std::string& who = m == &running_users_ ? r.spec->user : r.spec->project;
+    RunningUse& u = (*m)[who];
+    u.gpus += g;  // whole numbers: exact
+    u.scaled += scaled;
+    if (u.gpus == 0) m->erase(who);
+  }
+}
+
+// From the latest start on: every exponent is at most 0 (an older run's term only gets small).
+void JobTable::rebase_running_use(int64_t origin) {
+  for (const auto& r : live_.running) origin = std::max(origin, r.start_time);
+  use_origin_ = origin;
+  running_users_.clear();
+  running_projects_.clear();
+  for (const auto& r : live_.running) count_running(r, +1);
 }
 
 namespace {
@@ -55,6 +82,7 @@ void JobTable::leave_pass(JobId id) {
     pending_high_ -= spec.qos == jobs::Qos::kHigh;
     take_out(live_.pending, pending_slot_, id);
   }
+  if (auto it = running_slot_.find(id); it != running_slot_.end()) count_running(live_.running[it->second], -1);
   take_out(live_.running, running_slot_, id);
 }
 
