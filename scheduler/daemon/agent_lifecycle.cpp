@@ -64,6 +64,7 @@ void AgentHub::start() {
     t.restored = true;
     t.launch_sent.insert(h.nodes.begin(), h.nodes.end());
     tracks_.emplace(alloc, std::move(t));
+    ended_.insert(alloc);
   }
   for (topology::NodeId n = 0; n < table.cluster().node_count(); ++n)
     if (table.health(n) == sched::NodeHealth::kRemoved) removed_.insert(table.cluster().node(n).name);
@@ -125,10 +126,8 @@ void AgentHub::on_batch(const WriteBatch& b) {
 }
 
 void AgentHub::release_ended() {
-  std::vector<std::string> done;
-  for (auto& [alloc, t] : tracks_)
-    if (t.ended) done.push_back(alloc);
-  for (const auto& a : done) maybe_release(a);
+  const std::vector<std::string> ended(ended_.begin(), ended_.end());  // maybe_release() erases from ended_
+  for (const auto& a : ended) maybe_release(a);
 }
 
 void AgentHub::unlink(const std::string& node) {
@@ -219,6 +218,7 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
 // The hold itself came with the batch that ended the job (add_holds).
 void AgentHub::end_track(const std::string& alloc, Track& t) {
   t.ended = true;
+  ended_.insert(alloc);
   std::vector<std::string> nodes;
   for (const auto& n : t.nodes) {
     if (!outstanding(t, n)) continue;
@@ -242,12 +242,14 @@ void AgentHub::maybe_release(const std::string& alloc) {
     if (outstanding(it->second, n)) return;
   Track t = std::move(it->second);
   tracks_.erase(it);  // before the commit: its observers (on_batch) see the allocation gone
+  ended_.erase(alloc);
   if (!service_.table().holds(alloc)) return;
   WriteBatch b;
   b.released.push_back(alloc);
   if (auto s = commit(b); !s) {
     spdlog::error("release of allocation {}: commit failed: {}", alloc, s.error().message);
     tracks_.emplace(alloc, std::move(t));  // tried again on the next tick
+    ended_.insert(alloc);
     return;
   }
   service_.request_pass();

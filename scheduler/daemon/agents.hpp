@@ -244,6 +244,7 @@ class AgentHub {
   std::unordered_map<Peer*, Conn> conns_;
   std::map<std::string, Link> links_;
   std::map<std::string, Track> tracks_;  // by allocation id
+  std::set<std::string> ended_;          // the tracks that are ended: what release_ended() looks at, not all
   std::set<std::string> removed_;        // nodes whose health is kRemoved
   std::map<int64_t, Pending> pending_;   // logs / exec requests by req id
   int64_t next_req_ = 1;
