@@ -121,12 +121,6 @@ class Pass {
       }
       if (quotas) charge(*r.spec, static_cast<int>(r.gpus.size() + r.slices.size()));
     }
-    for (size_t n = 0; n < s.health.size(); ++n)
-      if (s.health[n] == NodeHealth::kRemoved) {
-        if (present_.empty()) present_ = classes.class_nodes;
-        --present_[classes.class_of[n]];
-        ++removed_;
-      }
   }
 
   Plan run() {
@@ -203,9 +197,16 @@ class Pass {
     if (!marked.empty()) heap.push_back(Head{marked.front(), kMarked, {}, 1});
     std::make_heap(heap.begin(), heap.end());
 
-    bool preemptible = false;  // a scavenger job runs: a high one may start whatever the free GPUs
-    if (s_.config.preemption)
-      for (const auto& r : s_.running) preemptible = preemptible || (r.spec && r.spec->qos == jobs::Qos::kScavenger);
+    // Whether a scavenger job runs: a high one may then start whatever the free GPUs. Asked for high
+    // buckets only, and found once per pass (a walk over the running jobs).
+    std::optional<bool> scavengers;
+    auto preemptible = [&] {
+      if (!scavengers)
+        scavengers = s_.config.preemption && std::any_of(s_.running.begin(), s_.running.end(), [](const auto& r) {
+                       return r.spec && r.spec->qos == jobs::Qos::kScavenger;
+                     });
+      return *scavengers;
+    };
     bool narrow = false;
     auto free_in = [&](const std::vector<char>& eligible) {
       int free = 0;
@@ -215,7 +216,7 @@ class Pass {
     };
     auto alive = [&](const PendingQueue::Bucket& b) {
       if (blocked_by_) return false;
-      if (!b.shape || (b.high && preemptible)) return true;
+      if (!b.shape || (b.high && preemptible())) return true;
       return free_in(b.eligible) >= b.need && !memo_.failed(*b.shape, end_of(b.limit_floor));
     };
     size_t examined = 0;
@@ -231,7 +232,7 @@ class Pass {
         const PendingQueue::Bucket& b = buckets[h.bucket];
         if (narrow && !alive(b)) continue;  // the bucket is done with for this pass
         if (h.next != b.jobs.end()) push(head_of(h.bucket, h.next));
-        if (narrow && !e.marked && !(b.high && preemptible) &&
+        if (narrow && !e.marked && !(b.high && preemptible()) &&
             memo_.failed(*b.shape, end_of(e.job.spec->time_limit_s)))
           continue;
       }
@@ -394,16 +395,19 @@ class Pass {
   // then it waits, saying so, instead of for resources that cannot free up (make_request counts every node,
   // so it is not rejected: an admin may resume the nodes). nullopt when it is within.
   std::optional<std::string> beyond_present(const Request& req) const {
-    if (removed_ == 0) return std::nullopt;
+    const int removed_count = usage_.removed_nodes();
+    if (removed_count == 0) return std::nullopt;
+    const std::vector<int>& present = usage_.present_nodes();
     int gpus = 0, capable = 0;
     for (int c = 0; c < classes_.count(); ++c) {
       if (!req.eligible[c]) continue;
       const int per_node = s_.cluster->profiles()[classes_.class_profile[c]].gpus;
-      gpus += per_node * present_[c];
-      capable += per_node >= req.shape.k_max() ? present_[c] : 0;
+      gpus += per_node * present[c];
+      capable += per_node >= req.shape.k_max() ? present[c] : 0;
     }
     const int wanted = req.shape.total * req.replicas;
-    const std::string removed = std::to_string(removed_) + " node" + (removed_ == 1 ? " is" : "s are") + " removed";
+    const std::string removed =
+        std::to_string(removed_count) + " node" + (removed_count == 1 ? " is" : "s are") + " removed";
     if (wanted > gpus)
       return "needs " + std::to_string(wanted) + " GPUs and " + removed + ": the others have " + std::to_string(gpus);
     if (req.shape.nodes > capable)
@@ -643,8 +647,6 @@ class Pass {
 
   const Snapshot& s_;
   const NodeClasses& classes_;
-  std::vector<int> present_;  // per class: nodes not removed; empty when none is
-  int removed_ = 0;
   ClusterUsage& usage_;
   ClusterUsage::UndoLog undo_;  // reservation searches' buffer
   std::vector<char> gone_;

@@ -48,8 +48,13 @@ ClusterUsage::ClusterUsage(const topology::Cluster& cluster, const NodeClasses& 
     : cluster_(&cluster), classes_(&classes) {
   const int nodes = cluster.node_count();
   usable_.assign(nodes, 1);
-  for (size_t n = 0; n < health.size() && n < static_cast<size_t>(nodes); ++n)
+  for (size_t n = 0; n < health.size() && n < static_cast<size_t>(nodes); ++n) {
     usable_[n] = health[n] == NodeHealth::kUp ? 1 : 0;
+    if (health[n] != NodeHealth::kRemoved) continue;
+    if (present_.empty()) present_ = classes.class_nodes;
+    --present_[classes.class_of[n]];
+    ++removed_;
+  }
   owner_.assign(cluster.gpu_count(), kFree);
   mig_.assign(cluster.gpu_count(), 0);
   node_free_.assign(nodes, 0);
@@ -278,6 +283,8 @@ void ClusterUsage::reset_to(const ClusterUsage& empty) {
     std::fill_n(mig_.begin() + node.first_gpu, node.gpus, uint8_t{0});
   }
   usable_ = empty.usable_;
+  removed_ = empty.removed_;
+  present_ = empty.present_;
   node_free_ = empty.node_free_;
   free_mask_ = empty.free_mask_;
   domain_whole_ = empty.domain_whole_;

@@ -50,6 +50,8 @@ class NodeSet {
   bool empty() const { return size_ == 0; }
   // The smallest member >= from, or -1.
   NodeId next(NodeId from) const;
+  // Bit n % 64 of word n / 64: whether n is a member.
+  const std::vector<uint64_t>& words() const { return words_; }
   bool operator==(const NodeSet&) const = default;
 
  private:
@@ -129,6 +131,10 @@ class ClusterUsage {
   // Free GPUs on node n usable in w.
   int usable_on(NodeId n, Window w) const;
   bool any_reservations() const { return !reserved_.empty(); }
+  // Nodes the health this usage was built for marks removed, and per class the nodes that are not (empty
+  // when none is removed): what a pass tells a job that only removed nodes could hold.
+  int removed_nodes() const { return removed_; }
+  const std::vector<int>& present_nodes() const { return present_; }
   // The same usage with every reservation dropped.
   ClusterUsage without_reservations() const;
   // Makes this usage equal to `empty`, reusing its buffers. `empty` must be a
@@ -149,6 +155,8 @@ class ClusterUsage {
   const topology::Cluster* cluster_;
   const NodeClasses* classes_;
   std::vector<uint8_t> usable_;
+  int removed_ = 0;
+  std::vector<int> present_;
   std::vector<int32_t> owner_;
   std::vector<uint8_t> mig_;
   std::vector<int16_t> node_free_;

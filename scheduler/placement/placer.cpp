@@ -202,29 +202,31 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   std::vector<uint64_t> sets = s.whole_nodes ? std::vector<uint64_t>{} : rail_sets(k, size);
   if (s.whole_nodes) sets.push_back(k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
   sets.push_back(0);  // fallback: any k usable GPUs per node, rails not aligned
+  // Those nodes, in node order, from the free-count buckets (the union of their bit sets): O(words of the
+  // buckets + such nodes), where a scan of every node is O(nodes) per candidate set, most of them full on a
+  // busy cluster.
+  std::vector<uint64_t> members((static_cast<size_t>(c.node_count()) + 63) / 64, 0);
+  for (int cls = 0; cls < u.classes().count(); ++cls) {
+    if (!r.eligible[cls]) continue;
+    const int gpus = c.profiles()[u.classes().class_profile[cls]].gpus;
+    if (s.whole_nodes && gpus != k) continue;
+    for (int f = k; f <= gpus; ++f) {
+      const auto& words = u.bucket(cls, f).words();
+      for (size_t w = 0; w < words.size(); ++w) members[w] |= words[w];
+    }
+  }
+  std::vector<NodeId> candidates;
+  candidates.reserve(static_cast<size_t>(enough));
+  for (size_t w = 0; w < members.size(); ++w)
+    for (uint64_t bits = members[w]; bits; bits &= bits - 1)
+      candidates.push_back(static_cast<NodeId>(w * 64 + static_cast<size_t>(std::countr_zero(bits))));
   std::optional<std::pair<DomainFit, std::vector<NodeId>>> best;
   uint64_t best_set = 0;
   for (uint64_t set : sets) {
     if (set == 0 && (best || s.whole_nodes)) break;
     std::vector<NodeId> qualifying;
-    auto consider = [&](NodeId n) {
-      if (!eligible_node(u, r, n) || u.free_on(n) < k) return;
-      if (s.whole_nodes && c.node(n).gpus != k) return;
+    for (NodeId n : candidates)
       if (set != 0 ? set_usable(u, n, set, r.window) : u.usable_on(n, r.window) >= k) qualifying.push_back(n);
-    };
-    // Node order, leaf group by leaf group: a whole-node shape qualifies only whole free nodes, so a leaf
-    // group without one is skipped (the same list as scanning every node).
-    NodeId n = 0;
-    for (DomainId l : c.leaves()) {
-      const auto& leaf = c.domain(l);
-      for (; n < leaf.first_node; ++n) consider(n);
-      if (s.whole_nodes && u.whole_free_nodes(l) == 0) {
-        n = std::max(n, leaf.end_node);
-        continue;
-      }
-      for (; n < leaf.end_node; ++n) consider(n);
-    }
-    for (; n < c.node_count(); ++n) consider(n);
     auto fit = smallest_domain_for(c, qualifying, s.nodes);
     if (!fit) continue;
     bool better = !best || fit->level < best->first.level ||

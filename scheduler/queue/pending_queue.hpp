@@ -42,7 +42,7 @@ class PendingQueue {
 
   // A bucket's order: P less the offset all of the bucket's jobs share in a pass (offset()). Wider than
   // Priority: it holds the age rate times a submit time.
-  using Key = __int128;
+  __extension__ using Key = __int128;  // a GCC and Clang extension, marked as one for -Wpedantic
   struct Entry;
   struct Item {
     Key key;
