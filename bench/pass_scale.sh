@@ -10,7 +10,9 @@
 #           finds them all eligible. Printed: seconds from the cancel until all that fit have started, that
 #           pass's log line (its apply in slices) and the health latency meanwhile; then
 #   submit: 10 s of one client's one-at-a-time submits on that full cluster (tests/daemon_load, 1 client,
-#           single): its jobs/s and the health latency it saw.
+#           single): its jobs/s and the health latency it saw; then
+#   array:  the pending jobs topped up to JOBS, one 1,000,000-task array of one-GPU tasks submitted in one
+#           call: the last pass's time 3 s later (/metrics) and the health latency from the submit until then.
 # Build first: cmake --build --preset release --target railyard railyard-scheduler daemon_load. Port 8778 must
 # be free.
 set -euo pipefail
@@ -84,5 +86,18 @@ for sus in $SIZES; do
   sleep 1
   grep "pass:" "$D/log" | tail -n +$((lines + 1)) | head -3 | sed 's/^.*pass:/  pass:/'
   echo "submit: $("$LOAD" $PORT "$T" 1 10 single | tail -1)"
+  pending=$(curl -sf $URL/metrics | sed -n 's/^railyard_jobs{state="PENDING"} //p')
+  jq -nc '{jobs: [range(1000) | {name: "t", gpus: 1, command: ["true"]}]}' >"$D/batch.json"
+  for _ in $(seq $(((JOBS - pending) / 1000))); do post /api/v1/jobs:batch @"$D/batch.json" >/dev/null; done
+  sleep 2
+  probe
+  t0=$(date +%s.%N)
+  array=$(post /api/v1/jobs '{"name": "million", "gpus": 1, "command": ["true"], "array": "0-999999"}' | jq -r .id)
+  t1=$(date +%s.%N)
+  sleep 3
+  unprobe
+  echo "array: $(curl -sf $URL/metrics | sed -n 's/^railyard_jobs{state="PENDING"} //p') pending; the 1,000,000-task" \
+    "array $array submitted in $(echo "$t1 - $t0" | bc) s; last pass" \
+    "$(curl -sf $URL/metrics | sed -n 's/^railyard_scheduling_last_pass_seconds //p') s; $(cat "$D/health")"
   stop
 done

@@ -19,7 +19,7 @@
 namespace railyard::jobs {
 
 inline constexpr int kMaxArrayIndex = 9'999'999;
-inline constexpr int64_t kMaxArrayTasks = 100'000;
+inline constexpr int64_t kMaxArrayTasks = 1'000'000;
 
 struct ArrayRange {
   int first = 0, last = 0, step = 1;  // first, first+step, ... <= last

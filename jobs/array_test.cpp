@@ -35,10 +35,11 @@ TEST(ArraySpec, RangesListsStepsAndTheRunningCap) {
   EXPECT_EQ(indexes(*d), (std::vector<int>{1, 5, 9}));
   EXPECT_EQ(d->text(), "1-9:4");
 
-  auto big = parse_array_spec("0-99999");
+  auto big = parse_array_spec("0-999999");
   ASSERT_TRUE(big);
   EXPECT_EQ(big->size(), kMaxArrayTasks);
-  EXPECT_EQ(big->index_at(54321), 54321);
+  EXPECT_EQ(big->index_at(543210), 543210);
+  EXPECT_EQ(big->position_of(999999), 999999);
 }
 
 TEST(ArraySpec, TextReadsBackToTheSameArray) {
@@ -65,7 +66,7 @@ TEST(ArraySpec, BadTextIsRefusedWithTheReason) {
       {"0-9:x", "step"},
       {"4:2", "needs a range"},
       {"0-10000000", "above 9999999"},
-      {"0-100000", "more than 100000 tasks"},
+      {"0-1000000", "more than 1000000 tasks"},
       {"0-5,3", "index 3 is given twice"},
       {"0-9%0", "caps the tasks"},
       {"0-9%", "caps the tasks"},

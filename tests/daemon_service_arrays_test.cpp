@@ -76,6 +76,40 @@ TEST(ServiceArrays, WithoutACapTheWindowFillsTheClusterAndLaterTasksWait) {
   EXPECT_EQ(static_cast<int64_t>(w.count(a, JobState::kPending)), window - gpus / 8);
 }
 
+// A million-task array is one record and a window of tasks, whose indexes come in the array's order as
+// tasks end; cancelling it ends what was created and creates nothing more.
+TEST(ServiceArrays, AMillionTaskArrayIsOneRecordAndAWindowInOrder) {
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  w.reopen();
+  const jobs::JobId a = w.submit_array("999999,0-999998", 8);
+  ASSERT_NE(a, 0);
+  EXPECT_EQ(w.svc->stats().submits_total, 1);
+  EXPECT_EQ(w.progress(a).total, 1'000'000);
+  const int64_t window = w.svc->table().array_window(w.job(a).spec);
+  ASSERT_EQ(w.progress(a).created(), window);
+  std::vector<int> expected{999999};
+  for (int i = 0; static_cast<int64_t>(expected.size()) < window; ++i) expected.push_back(i);
+  EXPECT_EQ(w.indexes(a), expected);
+  const size_t running = w.count(a, JobState::kStarting);
+  ASSERT_GT(running, 0u);
+  std::vector<jobs::JobId> first;  // the tasks started: the first of the array's order
+  for (size_t i = 0; i < running; ++i) {
+    EXPECT_EQ(w.job(w.tasks(a)[i]).state, JobState::kStarting) << i;
+    first.push_back(w.tasks(a)[i]);
+  }
+  w.end(first, JobState::kCompleted);
+  EXPECT_EQ(w.progress(a).created(), window + static_cast<int64_t>(running));
+  for (int64_t i = window; i < w.progress(a).created(); ++i)
+    EXPECT_EQ(w.job(w.tasks(a)[static_cast<size_t>(i)]).spec.array_task, i - 1) << "in the array's order";
+  ASSERT_TRUE(w.svc->act(a, jobs::JobEvent::kCancelled, w.ada));
+  w.loop.run();
+  EXPECT_EQ(w.job(a).state, JobState::kCancelled);
+  EXPECT_EQ(w.progress(a).active, 0);
+  EXPECT_EQ(w.progress(a).created(), window + static_cast<int64_t>(running));
+  EXPECT_FALSE(w.svc->table().has_open_arrays());
+}
+
 TEST(ServiceArrays, ARestartGoesOnFromTheTasksOnDiskWithoutRepeatingAnIndex) {
   ArrayWorld w;
   ASSERT_TRUE(w.cluster);
