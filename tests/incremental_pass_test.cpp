@@ -12,7 +12,7 @@
 
 #include "scheduler/core/cycle.hpp"
 #include "scheduler/sim/virtual_cluster.hpp"
-#include "topology/generator.hpp"
+#include "tests/fat_tree.hpp"
 
 namespace railyard::sim {
 namespace {
@@ -20,14 +20,7 @@ namespace {
 using jobs::JobEvent;
 using jobs::JobState;
 
-topology::Cluster cluster(int nodes, int leaf) {
-  topology::FatTreeSpec spec;
-  spec.nodes = nodes;
-  spec.leaf_size = leaf;
-  auto c = topology::generate_fat_tree(spec);
-  EXPECT_TRUE(c) << c.error().message;
-  return std::move(c).value();
-}
+using test_clusters::fat_tree;
 
 // Counts what the comparisons covered, so the test can say its workloads reached the cases it is about.
 struct Seen {
@@ -73,7 +66,7 @@ void expect_equal(const sched::Plan& full, const sched::Plan& inc, const std::st
 // One seed: a cluster of 24 nodes (8 GPUs each, leaves of 4 or 8) driven for 60 steps.
 void run_seed(uint32_t seed, Seen& seen) {
   std::mt19937 rng(seed);
-  const auto c = cluster(24, seed % 2 == 0 ? 4 : 8);
+  const auto c = fat_tree(24, seed % 2 == 0 ? 4 : 8);
   sched::PolicyConfig policy;
   policy.explain = seed % 3 != 0;
   policy.backfill = seed % 7 != 0;

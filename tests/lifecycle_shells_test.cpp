@@ -18,7 +18,7 @@
 #include "scheduler/sim/virtual_cluster.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "tests/daemon_client.hpp"
-#include "topology/generator.hpp"
+#include "tests/fat_tree.hpp"
 
 namespace railyard {
 namespace {
@@ -36,14 +36,7 @@ daemon::Caller admin() {
   return c;
 }
 
-topology::Cluster small_cluster() {
-  topology::FatTreeSpec spec;
-  spec.nodes = 8;
-  spec.leaf_size = 4;
-  auto c = topology::generate_fat_tree(spec);
-  EXPECT_TRUE(c) << c.error().message;
-  return std::move(c).value();
-}
+topology::Cluster small_cluster() { return test_clusters::fat_tree(8, 4); }
 
 // What both shells must agree on, job by job.
 std::string describe(const JobTable& t) {

@@ -9,19 +9,12 @@
 #include "scheduler/sim/simulator.hpp"
 #include "scheduler/sim/synth.hpp"
 #include "scheduler/sim/trace.hpp"
-#include "topology/generator.hpp"
+#include "tests/fat_tree.hpp"
 
 namespace railyard::sim {
 namespace {
 
-topology::Cluster tree(int nodes, int leaf_size) {
-  topology::FatTreeSpec spec;
-  spec.nodes = nodes;
-  spec.leaf_size = leaf_size;
-  auto c = topology::generate_fat_tree(spec);
-  EXPECT_TRUE(c) << c.error().message;
-  return std::move(c).value();
-}
+using test_clusters::fat_tree;
 
 SynthSpec spec_of(std::string_view text) {
   auto s = parse_synth_spec(text);
@@ -148,7 +141,7 @@ TEST(Synth, SpecTextRoundTrips) {
 // A loaded mixed workload on a small tree (4 leaf groups of 8 nodes): compact waits and their reservation
 // searches run in most passes. The shortcuts must not change a single placement.
 TEST(Synth, SearchShortcutsChangeNoPlacement) {
-  const auto cluster = tree(32, 8);
+  const auto cluster = fat_tree(32, 8);
   auto jobs = synthesize(spec_of("jobs=1500,load=1.1,mix=1:3/8:3/16:2/32:2/64:1,seed=4"), cluster.gpu_count());
   ASSERT_TRUE(jobs);
   auto with = policy_by_name("railyard"), without = policy_by_name("railyard");
@@ -171,7 +164,7 @@ TEST(Synth, SearchShortcutsChangeNoPlacement) {
 // slurm-tree is railyard's placement without the compact wait: on a loaded trace railyard keeps more
 // multi-node jobs on their fewest leaf groups.
 TEST(Synth, SlurmTreeNeverWaitsForACompactPlacement) {
-  const auto cluster = tree(32, 8);
+  const auto cluster = fat_tree(32, 8);
   auto jobs = synthesize(spec_of("jobs=1500,load=1.0,mix=1:3/8:3/16:2/32:2/64:1,seed=6"), cluster.gpu_count());
   ASSERT_TRUE(jobs);
   auto slurm = policy_by_name("slurm-tree"), railyard = policy_by_name("railyard");

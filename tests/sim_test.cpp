@@ -10,19 +10,12 @@
 #include "scheduler/sim/report.hpp"
 #include "scheduler/sim/simulator.hpp"
 #include "topology/cost.hpp"
-#include "topology/generator.hpp"
+#include "tests/fat_tree.hpp"
 
 namespace railyard::sim {
 namespace {
 
-topology::Cluster small_cluster() {
-  topology::FatTreeSpec spec;
-  spec.nodes = 4;
-  spec.leaf_size = 2;
-  auto c = topology::generate_fat_tree(spec);
-  EXPECT_TRUE(c) << c.error().message;
-  return std::move(c).value();
-}
+topology::Cluster small_cluster() { return test_clusters::fat_tree(4, 2); }
 
 TraceJob job(std::string id, double submit, double duration, int gpus, std::string user = "u") {
   TraceJob j;
