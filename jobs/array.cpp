@@ -108,14 +108,17 @@ Result<ArraySpec> parse_array_spec(std::string_view text) {
     if (comma == std::string_view::npos) break;
     list = list.substr(comma + 1);
   }
-  // No index twice: each task is one job with its own index. One bit per possible index (1.25 MB), so a
-  // million tasks are checked in O(tasks), without a sort.
-  std::vector<bool> seen(static_cast<size_t>(kMaxArrayIndex) + 1, false);
+  // No index twice: each task is one job with its own index. One bit per index between the lowest and the
+  // highest given (at most 1.25 MB), so a million tasks are checked in O(tasks), without a sort, and a small
+  // array (specs are parsed again whenever a job is read back) costs a few bytes.
+  int lo = kMaxArrayIndex, hi = 0;
+  for (const auto& r : a.ranges) lo = std::min(lo, r.first), hi = std::max(hi, r.last);
+  std::vector<bool> seen(static_cast<size_t>(hi - lo) + 1, false);
   for (const auto& r : a.ranges)
     for (int i = r.first; i <= r.last; i += r.step) {
-      if (seen[static_cast<size_t>(i)])
-        return invalid("array " + in_quotes(text) + ": index " + std::to_string(i) + " is given twice");
-      seen[static_cast<size_t>(i)] = true;
+      const auto bit = static_cast<size_t>(i - lo);
+      if (seen[bit]) return invalid("array " + in_quotes(text) + ": index " + std::to_string(i) + " is given twice");
+      seen[bit] = true;
     }
   return a;
 }
