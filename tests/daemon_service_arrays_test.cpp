@@ -110,6 +110,32 @@ TEST(ServiceArrays, AMillionTaskArrayIsOneRecordAndAWindowInOrder) {
   EXPECT_FALSE(w.svc->table().has_open_arrays());
 }
 
+// Behind a full cluster an array creates kMinArrayWindow tasks, not its window: none of the others could
+// start. When the GPUs come free, the pass that finds them creates enough tasks to fill them, and starts
+// them in the array's order.
+TEST(ServiceArrays, BehindAFullClusterOnlyTasksThatCouldStartAreCreated) {
+  ArrayWorld w;
+  ASSERT_TRUE(w.cluster);
+  w.reopen();
+  const int64_t gpus = w.cluster->gpu_count();
+  ASSERT_GT(gpus, lifecycle::kMinArrayWindow);
+  jobs::JobSpec all;
+  all.gpus = static_cast<int>(gpus);
+  all.command = {"true"};
+  const jobs::JobId big = w.submit(all);
+  ASSERT_EQ(w.job(big).state, JobState::kStarting);
+  const jobs::JobId a = w.submit_array("0-999999", 1);
+  ASSERT_EQ(w.svc->table().array_window(w.job(a).spec), gpus);
+  EXPECT_EQ(w.progress(a).created(), lifecycle::kMinArrayWindow);
+  EXPECT_EQ(w.progress(a).pending, lifecycle::kMinArrayWindow);
+  w.end({big}, JobState::kCompleted);
+  EXPECT_EQ(w.progress(a).created(), gpus);
+  EXPECT_EQ(w.progress(a).pending, 0);
+  EXPECT_EQ(static_cast<int64_t>(w.count(a, JobState::kStarting)), gpus);
+  for (int64_t i = 0; i < gpus; ++i)
+    EXPECT_EQ(w.job(w.tasks(a)[static_cast<size_t>(i)]).spec.array_task, i) << "in the array's order";
+}
+
 TEST(ServiceArrays, ARestartGoesOnFromTheTasksOnDiskWithoutRepeatingAnIndex) {
   ArrayWorld w;
   ASSERT_TRUE(w.cluster);

@@ -226,6 +226,7 @@ namespace {
 
 // A task's part in its array's counts: +1 or -1 of `state`.
 void count_task(ArrayProgress& a, JobState state, int64_t sign) {
+  if (state == JobState::kPending) a.pending += sign;
   if (!jobs::is_terminal(state))
     a.active += sign;
   else if (state == JobState::kCompleted)

@@ -44,6 +44,7 @@ using jobs::JobId;
 struct ArrayProgress {
   int64_t total = 0;                  // tasks in the array
   int64_t active = 0;                 // created tasks not ended (PENDING, HELD, STARTING, RUNNING)
+  int64_t pending = 0;                // of those, PENDING
   int64_t completed = 0, failed = 0;  // created tasks that ended COMPLETED / in another end state
   std::optional<int> max_exit;        // the highest exit code of an ended task (the array's own, as sbatch's)
   std::vector<JobId> tasks;           // created tasks, in the array's order
@@ -51,7 +52,10 @@ struct ArrayProgress {
 };
 
 // Unended tasks an array keeps created at once unless its "%M" says fewer: enough to fill the cluster with
-// them, at least kMinArrayWindow, at most kMaxArrayWindow.
+// them, at least kMinArrayWindow, at most kMaxArrayWindow. Of those, PENDING ones are created only as far
+// as the GPUs without a holder could start them now, at least kMinArrayWindow (no such bound for MIG tasks,
+// nor for a high-QoS array, which may preempt): a task not yet created could not have started, and a
+// million-task array behind a full cluster costs a pass 64 new records, not a window of them.
 inline constexpr int64_t kMinArrayWindow = 64;
 inline constexpr int64_t kMaxArrayWindow = 10'000;
 
@@ -183,7 +187,7 @@ class JobTable {
   // How many unended tasks array `spec` keeps created (see kMinArrayWindow).
   int64_t array_window(const jobs::JobSpec& spec) const;
   // What open arrays need at `now`: a PENDING array's next tasks as new jobs, up to its window of unended
-  // tasks, with ids from `next_id` on (advanced past them); an array whose tasks were all created and have
+  // tasks (and of pending ones: see kMinArrayWindow), with ids from `next_id` on (advanced past them); an array whose tasks were all created and have
   // all ended ends itself: COMPLETED when every task completed, else FAILED. No task is created while the
   // array's afterok jobs have not all completed (its reason says which it waits for); once one of them
   // cannot complete, the array fails when none of its tasks is left unended. An array is never placed

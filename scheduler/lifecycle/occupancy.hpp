@@ -17,6 +17,7 @@ class Occupancy {
  public:
   void reset(int gpus) {
     owner_.assign(static_cast<size_t>(gpus), 0);
+    owned_ = 0;
     draining_.assign(static_cast<size_t>(gpus), 0);
     slices_.clear();
   }
@@ -28,6 +29,10 @@ class Occupancy {
     for (auto g : gpus)
       if (valid(g)) draining_[static_cast<size_t>(g)] += sign;
   }
+
+  // GPUs with a whole-GPU holder; the others (free, draining, sliced or on a node not up) bound from above
+  // what a pass can start.
+  int64_t owned() const { return owned_; }
 
   // Every GPU and slot of `p` is free, or held by a job `p` preempts.
   bool free_for(const sched::Placement& p) const {
@@ -56,8 +61,12 @@ class Occupancy {
     return a.first_slot < b.first_slot + b.slots && b.first_slot < a.first_slot + a.slots;
   }
   void mark(const JobRecord& r, JobId owner) {
-    for (auto g : r.gpus)
-      if (valid(g)) owner_[static_cast<size_t>(g)] = owner;
+    for (auto g : r.gpus) {
+      if (!valid(g)) continue;
+      JobId& o = owner_[static_cast<size_t>(g)];
+      owned_ += (owner != 0) - (o != 0);
+      o = owner;
+    }
     for (const auto& sl : r.slices) {
       if (owner != 0) {
         slices_.emplace(sl.gpu, std::make_pair(r.id, sl));
@@ -72,6 +81,7 @@ class Occupancy {
   }
 
   std::vector<JobId> owner_;     // 0: no whole-GPU holder
+  int64_t owned_ = 0;            // owner_ entries not 0
   std::vector<int32_t> draining_;  // draining allocations on each GPU
   std::multimap<topology::GpuId, std::pair<JobId, sched::MigSlice>> slices_;
 };
