@@ -27,7 +27,25 @@ PassRunner::PassRunner(lifecycle::JobTable& table, Loop loop, Clock clock, Clock
       clock_(std::move(clock)),
       clock_ms_(std::move(clock_ms)),
       next_id_(next_id),
-      sink_(std::move(sink)) {}
+      sink_(std::move(sink)),
+      driver_(table, {[this](lifecycle::Changes& changes, bool array_tasks) { return commit(changes, array_tasks); },
+                      [this](const std::vector<lifecycle::JobTable::PendingNote>& notes) {
+                        WriteBatch seen;  // observers hear of new reasons too (the dashboard shows them)
+                        seen.updates.reserve(notes.size());
+                        for (const auto& n : notes) seen.updates.push_back(*table_.find(n.job));
+                        sink_.noted(seen);
+                      }}) {}
+
+// The driver's commit: written to the store (kWritten: the array itself was synced when it was submitted,
+// tasks lost with the machine are created again from the tasks that remain, and a lost start is placed
+// again), then applied.
+Status PassRunner::commit(lifecycle::Changes& changes, bool array_tasks) {
+  WriteBatch b(std::move(changes), store::Durability::kWritten);
+  if (auto s = sink_.write(b); !s) return s;
+  sink_.applied(b);
+  if (array_tasks) stats_.array_tasks_total += static_cast<int64_t>(b.inserts.size());
+  return ok();
+}
 
 PassRunner::~PassRunner() {
   alive_.reset();  // a pass finishing now posts an apply that will do nothing
@@ -73,11 +91,7 @@ void PassRunner::run() {
     const auto t = monotonic_();
     if (budget_.count() > 0) work->snap.out_of_time = [this, until = t + budget_] { return monotonic_() >= until; };
     try {
-      work->plan = scheduler_.schedule(work->snap);
-      // By id, so plan_changes() walks them alongside the table instead of a lookup per job (on the loop).
-      std::sort(work->plan.pending.begin(), work->plan.pending.end(),
-                [](const auto& a, const auto& b) { return a.job < b.job; });
-      std::sort(work->plan.unexamined.begin(), work->plan.unexamined.end());
+      work->plan = driver_.schedule(work->snap);
     } catch (const std::exception& e) {
       work->error = e.what();
     }
@@ -93,21 +107,10 @@ void PassRunner::run() {
   compute();
 }
 
-// Before a pass: open arrays get their next tasks (or end), so the pass sees them. kWritten like a pass: the
-// array itself was synced when it was submitted, and tasks lost with the machine are created again from
-// the tasks that remain (JobTable::load rebuilds the progress).
+// Before a pass: open arrays get their next tasks (or end), so the pass sees them.
 void PassRunner::tend_arrays() {
-  if (!table_.has_open_arrays()) return;
-  jobs::JobId next = next_id_;
-  WriteBatch b(table_.array_changes(clock_(), next), store::Durability::kWritten);
-  if (b.empty()) return;
-  if (auto s = sink_.write(b); !s) {
-    spdlog::error("array tasks: commit failed: {}", s.error().message);
-    return;
-  }
-  next_id_ = next;
-  sink_.applied(b);
-  stats_.array_tasks_total += static_cast<int64_t>(b.inserts.size());
+  if (auto created = driver_.tend_arrays(clock_(), next_id_); !created)
+    spdlog::error("array tasks: commit failed: {}", created.error().message);
 }
 
 // Posts a pass for the earliest end of a compact wait: nothing else may happen then. (When each wait began
@@ -164,25 +167,15 @@ void PassRunner::apply_slice(const std::shared_ptr<Work>& done, size_t from) {
     slice.rejected = std::move(work.plan.rejected);
     slice.unexamined = std::move(work.plan.unexamined);
   }
-  auto changes = table_.plan_changes(slice, now);
-  WriteBatch b(std::move(changes.batch), store::Durability::kWritten);  // a lost start is placed again
-  if (auto s = sink_.write(b); !s) {
-    spdlog::error("scheduling pass: commit failed: {}", s.error().message);
+  const auto changes = driver_.apply(slice, now, last, work.snap.config.explain);
+  if (!changes) {
+    spdlog::error("scheduling pass: commit failed: {}", changes.error().message);
     end_pass();  // the starts not applied are planned again by the next pass
-
     return;
   }
-  sink_.applied(b);
-  if (!changes.notes.empty()) {
-    table_.apply(changes.notes);
-    WriteBatch seen;  // observers hear of new reasons too (the dashboard shows them)
-    seen.updates.reserve(changes.notes.size());
-    for (const auto& n : changes.notes) seen.updates.push_back(*table_.find(n.job));
-    sink_.noted(seen);
-  }
-  work.applied += to - from - changes.stale;
-  work.stale += changes.stale;
-  work.updates += b.updates.size();
+  work.applied += to - from - changes->stale;
+  work.stale += changes->stale;
+  work.updates += changes->updates;
   work.apply_time += monotonic_() - t_apply;
   if (!last) {
     ++work.slices;
@@ -192,7 +185,6 @@ void PassRunner::apply_slice(const std::shared_ptr<Work>& done, size_t from) {
     }));
     return;
   }
-  table_.park(slice.pending, work.snap.config.explain);
   const auto end = monotonic_();
   last_duration_ = end - work.start;
   const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
@@ -212,7 +204,7 @@ void PassRunner::apply_slice(const std::shared_ptr<Work>& done, size_t from) {
         "{:.3f} s (snapshot {:.3f} s, schedule() {:.3f} s, apply {:.3f} s{})",
         work.snap.pending.size(), table_.parked_count(),
         cut ? ", " + std::to_string(slice.unexamined.size()) + " not reached within the budget" : "",
-        work.applied, work.stale, slice.rejected.size(), work.updates, changes.notes.size(),
+        work.applied, work.stale, slice.rejected.size(), work.updates, changes->notes,
         stats_.last_pass_seconds, stats_.last_snapshot_seconds, stats_.last_schedule_seconds,
         stats_.last_apply_seconds, work.slices > 0 ? " in " + std::to_string(work.slices + 1) + " slices" : "");
   if (work.stale > 0 || cut) again_ = true;

@@ -25,6 +25,9 @@
 // Arrays: an array is submitted (and synced) as one job record; each pass first creates its next tasks as
 // jobs, a window at a time, and ends the arrays whose tasks have all ended (JobTable::array_changes).
 //
+// The steps themselves (arrays, schedule(), the plan's changes, parking) are lifecycle::PassDriver's, the
+// simulator's too; this class adds the pacing, the executor, the slices, the compact wakes and the stats.
+//
 // Runs on the loop, but for schedule() on the executor.
 #pragma once
 
@@ -38,6 +41,7 @@
 #include "scheduler/daemon/loop.hpp"
 #include "scheduler/daemon/worker_thread.hpp"
 #include "scheduler/lifecycle/job_table.hpp"
+#include "scheduler/lifecycle/pass_driver.hpp"
 #include "scheduler/store/state_store.hpp"
 
 namespace railyard::daemon {
@@ -98,6 +102,7 @@ class PassRunner {
   struct Work;
   void run();
   void tend_arrays();
+  Status commit(lifecycle::Changes& changes, bool array_tasks);
   void finish(const std::shared_ptr<Work>& done);
   void apply_slice(const std::shared_ptr<Work>& done, size_t from);
   void end_pass();
@@ -121,10 +126,11 @@ class PassRunner {
   // The time of the pass posted for the earliest end of a compact wait (Plan::wake_at), if one is posted.
   // When each wait began is in the job's record (JobRecord::compact_since, persisted).
   std::optional<int64_t> wake_posted_;
-  // Used on the executor only, one pass at a time. Its reuse check compares the running jobs' GPU buffers
-  // with the last snapshot's, so that snapshot is kept alive (last_work_, also executor-only) until the
-  // next one is built: a new buffer can never have an old one's address.
-  sched::Scheduler scheduler_;
+  // The pass's steps (lifecycle/pass_driver.hpp); its schedule() on the executor only, one pass at a time.
+  // The scheduler's reuse check compares the running jobs' GPU buffers with the last snapshot's, so that
+  // snapshot is kept alive (last_work_, also executor-only) until the next one is built: a new buffer can
+  // never have an old one's address.
+  lifecycle::PassDriver driver_;
   std::shared_ptr<Work> last_work_;
   Executor executor_;
   std::shared_ptr<char> alive_ = std::make_shared<char>();  // expired once destruction starts

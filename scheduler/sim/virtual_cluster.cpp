@@ -9,7 +9,11 @@ namespace railyard::sim {
 using jobs::JobState;
 
 VirtualCluster::VirtualCluster(const topology::Cluster& cluster, sched::PolicyConfig policy, bool full_passes)
-    : table_(cluster), policy_(std::move(policy)), full_passes_(full_passes) {}
+    : table_(cluster),
+      policy_(std::move(policy)),
+      driver_(table_, {[this](lifecycle::Changes& changes, bool array_tasks) { return commit(changes, array_tasks); },
+                       {}}),
+      full_passes_(full_passes) {}
 
 JobId VirtualCluster::submit(jobs::JobSpec spec, int64_t now) {
   lifecycle::Changes b;
@@ -51,11 +55,10 @@ VirtualCluster::PassResult VirtualCluster::pass(int64_t now,
                                                 const std::unordered_map<std::string, double>* user_usage,
                                                 const std::unordered_map<std::string, double>* project_usage) {
   PassResult out;
-  if (table_.has_open_arrays()) {
-    const lifecycle::Changes tasks = table_.array_changes(now, next_id_);
-    for (const auto& t : tasks.inserts) out.tasks.push_back(t.id);
-    apply(tasks);
-  }
+  result_ = &out;
+  auto tasks = driver_.tend_arrays(now, next_id_);  // applied at once: no error
+  result_ = nullptr;
+  if (tasks) out.tasks = std::move(*tasks);
   sched::Snapshot& snap = table_.pass_input(now);
   if (snap.pending.empty()) return out;
   snap.config = policy_;
@@ -63,32 +66,37 @@ VirtualCluster::PassResult VirtualCluster::pass(int64_t now,
   if (user_usage) snap.user_usage = *user_usage;
   if (project_usage) snap.project_usage = *project_usage;
   out.ran = true;
-  out.plan = scheduler_.schedule(snap);
+  out.plan = driver_.schedule(snap);
   if (observer_) observer_(snap, out.plan);
-  std::sort(out.plan.pending.begin(), out.plan.pending.end(),
-            [](const auto& a, const auto& b) { return a.job < b.job; });
-  auto changes = table_.plan_changes(out.plan, now);
-  out.stale = changes.stale;
-  // What the plan did, from the records it changes: placed (STARTING), requeued victims, rejections.
-  std::unordered_set<JobId> placed;
-  for (auto& u : changes.batch.updates) {
-    const lifecycle::JobRecord* before = table_.find(u.id);
-    if (u.state == JobState::kStarting) {
-      placed.insert(u.id);
-      u.state = JobState::kRunning;  // no agents: a placed job runs at once (JobTable::running_changes)
-    } else if (u.state == JobState::kPending && before &&
-               (before->state == JobState::kStarting || before->state == JobState::kRunning)) {
-      out.requeued.push_back(u.id);
-    } else if (u.state == JobState::kFailed && before && !jobs::is_terminal(before->state)) {
-      out.rejected.push_back(u.id);
-    }
-  }
-  for (const auto& p : out.plan.starts)
-    if (placed.count(p.job)) out.started.push_back(&p);
-  apply(changes.batch);
-  table_.apply(changes.notes);
-  table_.park(out.plan.pending, policy_.explain);
+  result_ = &out;
+  if (auto applied = driver_.apply(out.plan, now, true, policy_.explain)) out.stale = applied->stale;
+  result_ = nullptr;
   return out;
+}
+
+// The driver's commit of a plan: what it did, from the records it changes (placed: STARTING, requeued
+// victims, rejections), read against the table before it, then applied.
+Status VirtualCluster::commit(lifecycle::Changes& changes, bool array_tasks) {
+  if (result_ && !array_tasks) {
+    PassResult& out = *result_;
+    std::unordered_set<JobId> placed;
+    for (auto& u : changes.updates) {
+      const lifecycle::JobRecord* before = table_.find(u.id);
+      if (u.state == JobState::kStarting) {
+        placed.insert(u.id);
+        u.state = JobState::kRunning;  // no agents: a placed job runs at once (JobTable::running_changes)
+      } else if (u.state == JobState::kPending && before &&
+                 (before->state == JobState::kStarting || before->state == JobState::kRunning)) {
+        out.requeued.push_back(u.id);
+      } else if (u.state == JobState::kFailed && before && !jobs::is_terminal(before->state)) {
+        out.rejected.push_back(u.id);
+      }
+    }
+    for (const auto& p : out.plan.starts)
+      if (placed.count(p.job)) out.started.push_back(&p);
+  }
+  apply(changes);
+  return ok();
 }
 
 }  // namespace railyard::sim

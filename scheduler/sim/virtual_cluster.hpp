@@ -1,8 +1,8 @@
 // The simulator's shell around the job lifecycle: the same lifecycle::JobTable the daemon drives, with
 // every transition applied at once on a virtual clock instead of committed to a store and reported by
 // agents. A placed job is RUNNING in the same step (nothing to launch) and ends when its driver calls
-// finish(). A pass runs in the daemon's order (PassRunner::run / finish): array tasks, the snapshot,
-// schedule(), the plan applied, waiting jobs parked.
+// finish(). A pass takes the daemon's steps through the same lifecycle::PassDriver (array tasks, the pass
+// input, schedule(), the plan applied, waiting jobs parked), all at once.
 //
 // Contract: deterministic; one owner; the cluster outlives it.
 #pragma once
@@ -18,6 +18,7 @@
 #include "jobs/spec.hpp"
 #include "scheduler/core/cycle.hpp"
 #include "scheduler/lifecycle/job_table.hpp"
+#include "scheduler/lifecycle/pass_driver.hpp"
 #include "topology/cluster.hpp"
 
 namespace railyard::sim {
@@ -68,10 +69,12 @@ class VirtualCluster {
 
  private:
   void apply(const lifecycle::Changes& changes) { table_.apply(changes); }
+  Status commit(lifecycle::Changes& changes, bool array_tasks);
 
   lifecycle::JobTable table_;
   sched::PolicyConfig policy_;
-  sched::Scheduler scheduler_;
+  lifecycle::PassDriver driver_;
+  PassResult* result_ = nullptr;  // the pass whose plan the driver is committing
   bool full_passes_ = false;
   PlanObserver observer_;
   JobId next_id_ = 1;
