@@ -28,13 +28,14 @@ PassRunner::PassRunner(lifecycle::JobTable& table, Loop loop, Clock clock, Clock
       clock_ms_(std::move(clock_ms)),
       next_id_(next_id),
       sink_(std::move(sink)),
-      driver_(table, {[this](lifecycle::Changes& changes, bool array_tasks) { return commit(changes, array_tasks); },
-                      [this](const std::vector<lifecycle::JobTable::PendingNote>& notes) {
-                        WriteBatch seen;  // observers hear of new reasons too (the dashboard shows them)
-                        seen.updates.reserve(notes.size());
-                        for (const auto& n : notes) seen.updates.push_back(*table_.find(n.job));
-                        sink_.noted(seen);
-                      }}) {}
+      driver_(table,
+              {[this](lifecycle::Changes& changes, bool array_tasks) { return commit(changes, array_tasks); },
+               [this](const std::vector<lifecycle::JobTable::PendingNote>& notes) {
+                 WriteBatch seen;  // observers hear of new reasons too (the dashboard shows them)
+                 seen.updates.reserve(notes.size());
+                 for (const auto& n : notes) seen.updates.push_back(*table_.find(n.job));
+                 sink_.noted(seen);
+               }}) {}
 
 // The driver's commit: written to the store (kWritten: the array itself was synced when it was submitted,
 // tasks lost with the machine are created again from the tasks that remain, and a lost start is placed

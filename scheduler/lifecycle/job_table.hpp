@@ -187,11 +187,11 @@ class JobTable {
   // How many unended tasks array `spec` keeps created (see kMinArrayWindow).
   int64_t array_window(const jobs::JobSpec& spec) const;
   // What open arrays need at `now`: a PENDING array's next tasks as new jobs, up to its window of unended
-  // tasks (and of pending ones: see kMinArrayWindow), with ids from `next_id` on (advanced past them); an array whose tasks were all created and have
-  // all ended ends itself: COMPLETED when every task completed, else FAILED. No task is created while the
-  // array's afterok jobs have not all completed (its reason says which it waits for); once one of them
-  // cannot complete, the array fails when none of its tasks is left unended. An array is never placed
-  // itself (snapshot() leaves it out); a HELD one creates no tasks.
+  // tasks (and of pending ones: see kMinArrayWindow), with ids from `next_id` on (advanced past them); an
+  // array whose tasks were all created and have all ended ends itself: COMPLETED when every task completed,
+  // else FAILED. No task is created while the array's afterok jobs have not all completed (its reason says
+  // which it waits for); once one of them cannot complete, the array fails when none of its tasks is left
+  // unended. An array is never placed itself (snapshot() leaves it out); a HELD one creates no tasks.
   Changes array_changes(int64_t now, JobId& next_id) const;
 
   // The job after `event` (cancel, hold, release), or kConflict / kNotFound. On an array the event also

@@ -169,7 +169,8 @@ Changes JobTable::array_changes(int64_t now, JobId& next_id) const {
         b.updates.push_back(std::move(r));
       }
       int64_t n = std::min(array_window(parent.spec) - a.active, a.total - a.created());
-      if (const int need = parent.spec.total_gpus(); need > 0 && parent.spec.mig.empty() && parent.spec.qos != jobs::Qos::kHigh) {
+      const int need = parent.spec.total_gpus();
+      if (need > 0 && parent.spec.mig.empty() && parent.spec.qos != jobs::Qos::kHigh) {
         const int64_t startable = (cluster_.gpu_count() - occupancy_.owned()) / need;
         n = std::min(n, std::max(kMinArrayWindow, startable) - a.pending);
       }

@@ -20,12 +20,14 @@ Result<std::vector<JobId>> PassDriver::tend_arrays(int64_t now, JobId& next_id) 
 sched::Plan PassDriver::schedule(const sched::Snapshot& input) {
   sched::Plan plan = scheduler_.schedule(input);
   // By id, so plan_changes() walks them alongside the table instead of a lookup per job.
-  std::sort(plan.pending.begin(), plan.pending.end(), [](const auto& a, const auto& b) { return a.job < b.job; });
+  std::sort(plan.pending.begin(), plan.pending.end(),
+            [](const auto& a, const auto& b) { return a.job < b.job; });
   std::sort(plan.unexamined.begin(), plan.unexamined.end());
   return plan;
 }
 
-Result<PassDriver::Applied> PassDriver::apply(const sched::Plan& slice, int64_t now, bool last, bool explain) {
+Result<PassDriver::Applied> PassDriver::apply(const sched::Plan& slice, int64_t now, bool last,
+                                              bool explain) {
   auto changes = table_.plan_changes(slice, now);
   Applied out;
   out.stale = changes.stale;

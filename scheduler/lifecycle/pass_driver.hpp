@@ -19,6 +19,7 @@
 #pragma once
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "common/result.hpp"

@@ -11,8 +11,9 @@ using jobs::JobState;
 VirtualCluster::VirtualCluster(const topology::Cluster& cluster, sched::PolicyConfig policy, bool full_passes)
     : table_(cluster),
       policy_(std::move(policy)),
-      driver_(table_, {[this](lifecycle::Changes& changes, bool array_tasks) { return commit(changes, array_tasks); },
-                       {}}),
+      driver_(table_,
+              {[this](lifecycle::Changes& changes, bool array_tasks) { return commit(changes, array_tasks); },
+               {}}),
       full_passes_(full_passes) {}
 
 JobId VirtualCluster::submit(jobs::JobSpec spec, int64_t now) {
@@ -55,10 +56,7 @@ VirtualCluster::PassResult VirtualCluster::pass(int64_t now,
                                                 const std::unordered_map<std::string, double>* user_usage,
                                                 const std::unordered_map<std::string, double>* project_usage) {
   PassResult out;
-  result_ = &out;
-  auto tasks = driver_.tend_arrays(now, next_id_);  // applied at once: no error
-  result_ = nullptr;
-  if (tasks) out.tasks = std::move(*tasks);
+  if (auto tasks = driver_.tend_arrays(now, next_id_)) out.tasks = std::move(*tasks);  // commit() never fails
   sched::Snapshot& snap = table_.pass_input(now);
   if (snap.pending.empty()) return out;
   snap.config = policy_;
