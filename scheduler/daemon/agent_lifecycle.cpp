@@ -60,11 +60,9 @@ void AgentHub::start() {
     t.job = h.job;
     t.nodes = h.nodes;
     t.gpus = h.gpus;
-    t.ended = true;
     t.restored = true;
     t.launch_sent.insert(h.nodes.begin(), h.nodes.end());
-    tracks_.emplace(alloc, std::move(t));
-    ended_.insert(alloc);
+    mark_ended(alloc, tracks_.emplace(alloc, std::move(t)).first->second);
   }
   for (topology::NodeId n = 0; n < table.cluster().node_count(); ++n)
     if (table.health(n) == sched::NodeHealth::kRemoved) removed_.insert(table.cluster().node(n).name);
@@ -217,8 +215,7 @@ void AgentHub::send_launch(const std::string& alloc, const Track& t, const std::
 // Kills go to the connected outstanding nodes; restored ones not registered yet are fenced when they do.
 // The hold itself came with the batch that ended the job (add_holds).
 void AgentHub::end_track(const std::string& alloc, Track& t) {
-  t.ended = true;
-  ended_.insert(alloc);
+  mark_ended(alloc, t);
   std::vector<std::string> nodes;
   for (const auto& n : t.nodes) {
     if (!outstanding(t, n)) continue;
@@ -248,8 +245,7 @@ void AgentHub::maybe_release(const std::string& alloc) {
   b.released.push_back(alloc);
   if (auto s = commit(b); !s) {
     spdlog::error("release of allocation {}: commit failed: {}", alloc, s.error().message);
-    tracks_.emplace(alloc, std::move(t));  // tried again on the next tick
-    ended_.insert(alloc);
+    mark_ended(alloc, tracks_.emplace(alloc, std::move(t)).first->second);  // tried again on the next tick
     return;
   }
   service_.request_pass();

@@ -217,6 +217,11 @@ class AgentHub {
   // new attempt) while a node may still run it.
   void add_holds(WriteBatch& b) const;
   void end_track(const std::string& alloc, Track& t);
+  // Track `alloc` (t) is ended: its flag and ended_, kept in step here only.
+  void mark_ended(const std::string& alloc, Track& t) {
+    t.ended = true;
+    ended_.insert(alloc);
+  }
   // Forgets an ended allocation once no node is outstanding; deletes its hold (a commit) if it had one.
   void maybe_release(const std::string& alloc);
   void release_ended();
