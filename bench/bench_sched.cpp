@@ -100,7 +100,8 @@ void BM_PassOneJob(benchmark::State& state) {
     // A multi-node job that fits now only across more leaf groups than its minimum waits for a compact
     // placement (the compact wait): that pass also searches its compact reservation.
     const bool waits = p.pending.size() == 1 && p.pending[0].reason == PendingReason::kCompact;
-    if (p.starts.size() != 1 && !waits) state.SkipWithError("neither started nor waiting for a compact placement");
+    if (p.starts.size() != 1 && !waits)
+      state.SkipWithError("neither started nor waiting for a compact placement");
     started = p.starts.size();
     benchmark::DoNotOptimize(p);
   }

@@ -117,7 +117,8 @@ Result<ArraySpec> parse_array_spec(std::string_view text) {
   for (const auto& r : a.ranges)
     for (int i = r.first; i <= r.last; i += r.step) {
       const auto bit = static_cast<size_t>(i - lo);
-      if (seen[bit]) return invalid("array " + in_quotes(text) + ": index " + std::to_string(i) + " is given twice");
+      if (seen[bit])
+        return invalid("array " + in_quotes(text) + ": index " + std::to_string(i) + " is given twice");
       seen[bit] = true;
     }
   return a;

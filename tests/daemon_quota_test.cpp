@@ -224,7 +224,8 @@ TEST(FairShareUsage, RunningJobsCountEachRunFromItsStart) {
     }
     const auto usage = w.svc->table().usage_at(w.now);
     EXPECT_NEAR(usage.users.at("ada"), ada, ada * 1e-9) << when;
-    for (const auto& [p, used] : projects) EXPECT_NEAR(usage.projects.at(p), used, used * 1e-9) << when << ": " << p;
+    for (const auto& [p, used] : projects)
+      EXPECT_NEAR(usage.projects.at(p), used, used * 1e-9) << when << ": " << p;
   };
   start(8, "vision");
   w.now += 600;

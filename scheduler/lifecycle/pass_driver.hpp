@@ -48,7 +48,7 @@ class PassDriver {
   // Step 4 for `slice` at `now`: all of a plan, or some of its starts; `last` with the plan's reasons,
   // rejections and cut jobs (`explain` as the pass had it), which park the gated ones.
   struct Applied {
-    size_t updates = 0;  // records the commit changed
+    size_t updates = 0;  // records the plan's changes update (before the shell's commit adds any)
     size_t stale = 0;    // starts dropped by the re-check
     size_t notes = 0;    // waiting jobs told a new reason or estimated start
   };
