@@ -181,10 +181,53 @@ Daemon::Step Daemon::elect() {
   eo.margin = std::chrono::milliseconds(std::max(500, config_.ha_ttl_s * 300));  // 1.5 s for the default 5 s
   spdlog::info("ha: {} at {}, etcd {}, lease TTL {} s", eo.name, eo.address, config_.ha_etcd, eo.ttl_s);
   elector_ = std::make_unique<ha::Elector>(eo, step_down);
+  // Replicated state: while a standby, this scheduler's own database follows the leader's log.
+  std::unique_ptr<store::SqliteStateStore> own;
+  std::unique_ptr<ha::LogFollower> follower;
+  if (replicated()) {
+    auto st = store::SqliteStateStore::open(config_.db);
+    if (!st) return Failed{st.error().message, 1};
+    own = std::move(*st);
+    auto applied = own->replicated_seq();
+    if (!applied) return Failed{applied.error().message, 1};
+    spdlog::info("ha: state replicated through etcd; {} holds the log up to entry {}", config_.db, *applied);
+    follower = std::make_unique<ha::LogFollower>(
+        log_options(), eo.name, *applied, [store = own.get()](std::span<const ha::LogEntry> entries) {
+          std::vector<store::ReplicatedEntry> rows;
+          rows.reserve(entries.size());
+          for (const auto& e : entries) rows.push_back({e.seq, e.changeset});
+          return store->apply_replicated(rows);
+        });
+  }
   auto won = serve_as_standby(*elector_, listen_, config_);
   if (!won) return Failed{won.error().message, 1};
   epoch_ = *won;
+  if (follower) {
+    // Leading: no other leader can append now. Everything the log holds first, then what a deposed leader
+    // left unfinished goes, and this database is where the log ends.
+    follower->stop();
+    if (auto s = follower->catch_up(); !s)
+      return Failed{"ha: catching up with the replicated log: " + s.error().message +
+                        " (this scheduler cannot lead; remove its database to rebuild it from the log)",
+                    1};
+    auto writer = std::make_shared<ha::LogWriter>(log_options(), epoch_);
+    if (auto s = writer->clear_after(follower->applied()); !s) step_down(s.error().message);
+    spdlog::info("ha: caught up with the replicated log at entry {}", follower->applied());
+    if (follower->applied() == 0) {
+      // The first leader: what its database held before (the first admin token) is the log's first entry.
+      own->set_on_fenced(step_down);
+      own->replicate_through([writer](int64_t seq, const std::string& changes) { return writer->append(seq, changes); });
+      if (auto s = own->replicate_existing(config_.db + ".seed"); !s)
+        return Failed{"ha: replicating the database's rows: " + s.error().message, 1};
+    }
+  }
   return std::nullopt;
+}
+
+ha::LogOptions Daemon::log_options() const {
+  ha::LogOptions o;
+  o.endpoints = ha::split_endpoints(config_.ha_etcd);
+  return o;
 }
 
 // With HA only the epoch holder gets here: it opens the shared database, fences it with its epoch (a
@@ -199,6 +242,12 @@ Daemon::Step Daemon::open_service() {
     if (auto s = (*submit_st)->fence(epoch_, false); !s) step_down(s.error().message);
     (*st)->set_on_fenced(step_down);
     (*submit_st)->set_on_fenced(step_down);
+    if (replicated()) {
+      // Each connection commits on its own thread: a writer (an etcd client) each.
+      for (auto* s : {st->get(), submit_st->get()})
+        s->replicate_through([writer = std::make_shared<ha::LogWriter>(log_options(), epoch_)](
+                                 int64_t seq, const std::string& changes) { return writer->append(seq, changes); });
+    }
     spdlog::info("ha: leading with epoch {}; database {} claimed", epoch_, config_.db);
   }
   spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster_->name(), cluster_->node_count(),

@@ -16,6 +16,7 @@
 #include "scheduler/daemon/config.hpp"
 #include "scheduler/daemon/service.hpp"
 #include "scheduler/ha/elector.hpp"
+#include "scheduler/ha/replication.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 
 namespace railyard {
@@ -44,6 +45,9 @@ class Daemon {
   };
   using Step = std::optional<Failed>;
   Step elect();          // with --ha-etcd: serve as a standby until leading (epoch_); "stopped" ends run()
+  // With replicated state: the log's options; opens the own database and follows the log while a standby.
+  ha::LogOptions log_options() const;
+  bool replicated() const { return !config_.ha_etcd.empty() && config_.ha_state == "etcd"; }
   Step open_service();   // the store (fenced when leading), the Service, its policy and worker threads
   Step open_hubs();      // the agent hub (secret, node keys, timeouts) and the watch hub
   Step open_http();      // the router, WebSocket acceptor, limits, TLS, Unix socket; then listen

@@ -7,7 +7,8 @@
 //                      [--compact-wait-share X] [--pass-budget-ms MS] [--high-qos-users U,U...]
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--unix-socket PATH [--admin-group NAME]]
-//                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]]
+//                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]
+//                       [--ha-state etcd|shared]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
 //   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
 //   railyard-scheduler routes        (the route table as JSON: method, path, role)
@@ -166,6 +167,11 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
                  "seconds of the leader's etcd lease: a dead leader is replaced after about this long; a leader "
                  "that cannot renew it stops 30% of it earlier")
       ->check(CLI::Range(2, 60));
+  app.add_option("--ha-state", config.ha_state,
+                 "where the state lives with --ha-etcd: etcd (the default: each scheduler keeps its own --db, "
+                 "the leader's every write is replicated through etcd before it is acknowledged) or shared (one "
+                 "--db on storage every scheduler mounts)")
+      ->check(CLI::IsMember({"etcd", "shared"}));
 }
 
 // The config-file keys whose flags the command line gave: flags win over the file.

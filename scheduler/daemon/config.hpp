@@ -75,6 +75,9 @@ struct DaemonConfig {
   std::string ha_name;
   std::string ha_advertise;
   int ha_ttl_s = 5;
+  // Where the leader's state lives with HA (issue 46): "etcd" (each scheduler its own --db, the leader's
+  // every write replicated through etcd; ha/replication.hpp) or "shared" (one --db all schedulers mount).
+  std::string ha_state = "etcd";
 };
 
 // "0600", "660", ... -> the mode: octal, at most 0777, read and write for the owner (the scheduler's user

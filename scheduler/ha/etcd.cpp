@@ -39,7 +39,8 @@ Result<json> parse(const Result<std::string>& text) {
   return j;
 }
 
-// The range end that makes a range request cover every key starting with `prefix`.
+}  // namespace
+
 std::string prefix_end(std::string prefix) {
   while (!prefix.empty()) {
     auto& c = prefix.back();
@@ -51,8 +52,6 @@ std::string prefix_end(std::string prefix) {
   }
   return std::string(1, '\0');
 }
-
-}  // namespace
 
 std::vector<std::string> split_endpoints(const std::string& list) {
   std::vector<std::string> out;
@@ -209,6 +208,78 @@ Result<std::vector<KeyValue>> EtcdClient::list(const std::string& prefix) {
   std::vector<KeyValue> out;
   for (const auto& kv : j->value("kvs", json::array())) out.push_back(read_kv(kv));
   return out;
+}
+
+Result<RangeResult> EtcdClient::range(const std::string& key, const std::string& range_end, int64_t limit,
+                                      int64_t revision) {
+  json body = {{"key", base64_encode(key)}, {"range_end", base64_encode(range_end)}};
+  if (limit > 0) body["limit"] = std::to_string(limit);
+  if (revision > 0) body["revision"] = std::to_string(revision);
+  auto j = parse(call("/v3/kv/range", body.dump()));
+  if (!j) return j.error();
+  RangeResult r;
+  for (const auto& kv : j->value("kvs", json::array())) r.kvs.push_back(read_kv(kv));
+  r.more = j->value("more", false);
+  r.revision = int_field(j->value("header", json::object()), "revision");
+  return r;
+}
+
+namespace {
+
+json create_revision_is(const std::string& key, int64_t revision) {
+  return {{"key", base64_encode(key)}, {"target", "CREATE"}, {"create_revision", std::to_string(revision)}};
+}
+
+// The kvs of the failure branch's range reads, in order (an absent key: nullopt).
+std::vector<std::optional<KeyValue>> failure_reads(const json& answer) {
+  std::vector<std::optional<KeyValue>> out;
+  for (const auto& resp : answer.value("responses", json::array())) {
+    std::optional<KeyValue> kv;
+    if (resp.contains("response_range"))
+      for (const auto& k : resp["response_range"].value("kvs", json::array())) kv = read_kv(k);
+    out.push_back(std::move(kv));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<GuardedPutResult> EtcdClient::guarded_put(const std::string& guard, int64_t guard_revision,
+                                                 const std::string& key, const std::string& value) {
+  const std::string k = base64_encode(key);
+  json body = {{"compare", json::array({create_revision_is(guard, guard_revision),
+                                        {{"key", k}, {"target", "VERSION"}, {"version", "0"}}})},
+               {"success", json::array({{{"request_put", {{"key", k}, {"value", base64_encode(value)}}}}})},
+               {"failure", json::array({{{"request_range", {{"key", base64_encode(guard)}}}},
+                                        {{"request_range", {{"key", k}}}}})}};
+  auto j = parse(call("/v3/kv/txn", body.dump()));
+  if (!j) return j.error();
+  GuardedPutResult r;
+  r.put = j->value("succeeded", false);
+  if (!r.put) {
+    auto reads = failure_reads(*j);
+    if (reads.size() != 2) return Error{ErrorCode::kUnavailable, "etcd: malformed transaction answer"};
+    r.guard = std::move(reads[0]);
+    r.existing = std::move(reads[1]);
+  }
+  return r;
+}
+
+Result<bool> EtcdClient::guarded_delete(const std::string& guard, int64_t guard_revision, const std::string& key,
+                                        const std::string& range_end) {
+  json body = {
+      {"compare", json::array({create_revision_is(guard, guard_revision)})},
+      {"success", json::array({{{"request_delete_range",
+                                 {{"key", base64_encode(key)}, {"range_end", base64_encode(range_end)}}}}})}};
+  auto j = parse(call("/v3/kv/txn", body.dump()));
+  if (!j) return j.error();
+  return j->value("succeeded", false);
+}
+
+Status EtcdClient::compact(int64_t revision) {
+  auto j = parse(call("/v3/kv/compaction", json{{"revision", std::to_string(revision)}}.dump()));
+  if (!j) return j.error();
+  return ok();
 }
 
 }  // namespace railyard::ha

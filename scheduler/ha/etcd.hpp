@@ -37,10 +37,26 @@ struct CreateResult {
   std::optional<KeyValue> holder;   // the key as found, when not created
 };
 
+// The outcome of a put guarded by another key's create revision (guarded_put).
+struct GuardedPutResult {
+  bool put = false;
+  std::optional<KeyValue> guard;     // the guard key as found, when not put
+  std::optional<KeyValue> existing;  // the key as found, when not put
+};
+
+// A page of a range read.
+struct RangeResult {
+  std::vector<KeyValue> kvs;
+  bool more = false;      // keys past the limit remain
+  int64_t revision = 0;   // the store's revision the read saw
+};
+
 // "http://a:1,http://b:2" -> {"http://a:1", "http://b:2"}; blanks dropped.
 std::vector<std::string> split_endpoints(const std::string& list);
 
 std::string base64_encode(const std::string& data);
+// The range end that covers every key starting with `prefix`.
+std::string prefix_end(std::string prefix);
 std::string base64_decode(const std::string& text);
 
 class EtcdClient {
@@ -61,6 +77,19 @@ class EtcdClient {
   Result<std::optional<KeyValue>> get(const std::string& key);
   // Every key that starts with `prefix`.
   Result<std::vector<KeyValue>> list(const std::string& prefix);
+  // Keys in [key, range_end), in key order, at most `limit` (0: all), as of `revision` (0: the newest).
+  Result<RangeResult> range(const std::string& key, const std::string& range_end, int64_t limit,
+                            int64_t revision = 0);
+  // One transaction: puts `key` = `value` if `guard` exists with create revision `guard_revision` (the
+  // leader key of one term) and `key` does not exist yet; otherwise both as found.
+  Result<GuardedPutResult> guarded_put(const std::string& guard, int64_t guard_revision, const std::string& key,
+                                       const std::string& value);
+  // One transaction: deletes [key, range_end) if `guard` exists with create revision `guard_revision`;
+  // false when it does not.
+  Result<bool> guarded_delete(const std::string& guard, int64_t guard_revision, const std::string& key,
+                              const std::string& range_end);
+  // Drops the history of revisions before `revision` (etcd's compaction; keys' current values stay).
+  Status compact(int64_t revision);
 
  private:
   // POSTs `body` to `path` on the first endpoint that answers; the parsed JSON reply text.

@@ -78,11 +78,10 @@ void write_auth_rows(sqlite3* db, const WriteBatch& b, AuthStatements& st) {
 }
 
 Status SqliteStateStore::add_token(const TokenRecord& t) {
-  return auth_guarded([&]() -> Status {
+  return replicated_write([&] {
     sql::Stmt ins(db_, kInsertToken);
     bind_token(ins, t);
     ins.run();
-    return ok();
   });
 }
 

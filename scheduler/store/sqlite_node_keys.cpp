@@ -9,7 +9,7 @@
 namespace railyard::store {
 
 Status SqliteStateStore::put_node_key(const NodeKeyRecord& k) {
-  try {
+  return replicated_write([&] {
     sql::Stmt(db_,
               "INSERT OR REPLACE INTO node_keys(node, key, created, rotated_at, previous_key, previous_until) "
               "VALUES (?,?,?,?,?,?)")
@@ -20,10 +20,7 @@ Status SqliteStateStore::put_node_key(const NodeKeyRecord& k) {
         .bind(5, k.previous_key)
         .bind(6, k.previous_until)
         .run();
-    return ok();
-  } catch (const std::exception& e) {
-    return internal_error(std::string("state store: ") + e.what());
-  }
+  });
 }
 
 Result<std::optional<NodeKeyRecord>> SqliteStateStore::find_node_key(const std::string& node) {

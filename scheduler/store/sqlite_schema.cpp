@@ -8,7 +8,7 @@
 namespace railyard::store {
 namespace {
 
-constexpr std::array<std::string_view, 13> kMigrations = {
+constexpr std::array<std::string_view, 14> kMigrations = {
     // 1: the tables.
     R"(CREATE TABLE jobs (
          id INTEGER PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL, user TEXT NOT NULL,
@@ -104,6 +104,10 @@ constexpr std::array<std::string_view, 13> kMigrations = {
     // admin's hold. '' and 0 while the job is not held, and for holds placed before.
     R"(ALTER TABLE jobs ADD COLUMN held_by TEXT NOT NULL DEFAULT '';
        ALTER TABLE jobs ADD COLUMN held_by_admin INTEGER NOT NULL DEFAULT 0;)",
+    // 14: replicated state (issue 46): the number of the last replicated entry this database wrote (as
+    // leader) or applied (as standby); one row, 0 = none.
+    R"(CREATE TABLE ha_log (applied INTEGER NOT NULL);
+       INSERT INTO ha_log(applied) VALUES (0);)",
 };
 
 }  // namespace

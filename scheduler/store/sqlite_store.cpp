@@ -362,20 +362,20 @@ Status SqliteStateStore::commit_all(std::span<const WriteBatch* const> batches) 
       sql::exec(db_, wanted == Durability::kSynced ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
       mode_ = wanted;
     }
-    sql::Transaction tx(db_);
-    if (fence_epoch_ > 0) {
-      const int64_t stored = stored_epoch();
-      if (stored > fence_epoch_) {
-        const std::string why = "fenced: the database belongs to epoch " + std::to_string(stored) +
-                                ", this scheduler leads epoch " + std::to_string(fence_epoch_);
-        if (on_fenced_) on_fenced_(why);
-        return Error{ErrorCode::kConflict, why};  // the transaction rolls back
-      }
-    }
-    for (const WriteBatch* b : batches) write(*b);
-    tx.commit();
-    return ok();
+    return replicated_write([&] {
+      for (const WriteBatch* b : batches) write(*b);
+    });
   });
+}
+
+Status SqliteStateStore::check_fence() {
+  if (fence_epoch_ == 0) return ok();
+  const int64_t stored = stored_epoch();
+  if (stored <= fence_epoch_) return ok();
+  const std::string why = "fenced: the database belongs to epoch " + std::to_string(stored) +
+                          ", this scheduler leads epoch " + std::to_string(fence_epoch_);
+  if (on_fenced_) on_fenced_(why);
+  return Error{ErrorCode::kConflict, why};
 }
 
 int64_t SqliteStateStore::stored_epoch() {

@@ -23,6 +23,17 @@ inline int latest_schema_version() { return static_cast<int>(schema_migrations()
 class LogSyncer;     // sqlite_store.cpp
 class Checkpointer;  // sqlite_store.cpp
 
+// One write transaction of the leader as it replicates (sqlite_replication.cpp): its number in the leader's
+// sequence (1, 2, ...) and its rows as an SQLite changeset.
+struct ReplicatedEntry {
+  int64_t seq = 0;
+  std::string changeset;
+};
+
+// Where a leader's write transactions go before they commit: entry `seq` with its changeset. An error rolls
+// the transaction back; kConflict means this store may write nothing more (its on_fenced hook runs).
+using Replicator = std::function<Status(int64_t seq, const std::string& changeset)>;
+
 class SqliteStateStore final : public StateStore {
  public:
   // Opens (creating when missing) and migrates up to `target_version` (tests stop early to test upgrades).
@@ -61,11 +72,31 @@ class SqliteStateStore final : public StateStore {
   void set_on_fenced(std::function<void(const std::string&)> on_fenced) { on_fenced_ = std::move(on_fenced); }
   int64_t stored_epoch();
 
+  // Replication (issue 46; sqlite_replication.cpp). With a replicator every write transaction (commits,
+  // tokens, node keys) is recorded as a changeset of the replicated tables (all but schema_version, ha_epoch
+  // and ha_log) and handed to it, numbered after the last entry this database holds, before it commits; the
+  // number is kept in the same transaction (ha_log). Two connections to one database number one sequence
+  // (the write lock orders them).
+  void replicate_through(Replicator replicator);
+  // A first leader's database that holds rows already (tokens made before the cluster started): hands them
+  // all to the replicator as entry 1, so standbys that start empty get them. `scratch`: a path for an empty
+  // database of the same schema to diff against (removed after). kConflict when entries were written before.
+  Status replicate_existing(const std::string& scratch);
+  // The number of the last entry this database wrote or applied; 0 for none.
+  Result<int64_t> replicated_seq();
+  // A standby's side: applies `entries` in one transaction; the first must follow replicated_seq(). Any
+  // conflict (a row that is not as the entry expects) refuses them all: kConflict, nothing applied.
+  Status apply_replicated(std::span<const ReplicatedEntry> entries);
+
  private:
   struct Statements;  // the commit path's statements, prepared once
   explicit SqliteStateStore(sqlite3* db);
   void migrate(int target_version);
   void write(const WriteBatch& batch);
+  // `body`'s writes in one transaction, fenced, recorded and replicated when a replicator is set.
+  Status replicated_write(const std::function<void()>& body);
+  // kConflict (and on_fenced) when a newer leader has claimed the database; inside a transaction.
+  Status check_fence();
   static int log_committed(void* self, sqlite3* db, const char* name, int frames);  // the WAL hook
 
   sqlite3* db_;
@@ -77,6 +108,7 @@ class SqliteStateStore final : public StateStore {
   std::shared_ptr<Checkpointer> checkpointer_;  // its connection, used on the executor only
   int64_t fence_epoch_ = 0;                     // 0: no fencing
   std::function<void(const std::string&)> on_fenced_;
+  Replicator replicator_;
 };
 
 }  // namespace railyard::store

@@ -2,6 +2,9 @@
 # Controller high availability end to end (issue 30), with real etcd, two railyard-scheduler instances sharing
 # one SQLite database, and a real agent hosting 2 emulated DGX H100 nodes, all on 127.0.0.1.
 #
+# HA_STATE=etcd (the default: each scheduler its own database, the leader's writes replicated through etcd) or
+# shared (one database both open).
+#
 #   ha_test.sh failover   s1 leads; the standby answers only /healthz and /api/v1/leader (503 + the leader
 #                         elsewhere); a 2-node job runs; `railyard submit` runs in a loop (RAILYARD_URL lists
 #                         both) while s1 is killed with SIGKILL: s2 accepts submits within 10 s, no
@@ -154,7 +157,9 @@ failover() {
   [ "$(curl -sf "$s2/api/v1/jobs/$LONG/runs" | jq '[.runs[] | .attempt] | join(",")' -r)" = 1 ] ||
     ha_fail "job $LONG was restarted: $(curl -sf "$s2/api/v1/jobs/$LONG/runs")"
   [ "$(long_pids)" = "$PIDS_BEFORE" ] || ha_fail "job $LONG's processes changed: $PIDS_BEFORE -> $(long_pids)"
-  # The old leader comes back as a standby.
+  # The old leader comes back as a standby; with replicated state, from nothing (its state directory
+  # deleted): it rebuilds its database from the log and holds every job the new leader has.
+  [ "$HA_STATE" = etcd ] && rm -rf "$HA_DIR/s1"
   ha_start_sched s1
   local until=$((SECONDS + 15)) role=""
   while [ $SECONDS -lt $until ]; do
@@ -163,6 +168,11 @@ failover() {
     sleep 0.2
   done
   [ "$role" = "standby s2" ] || ha_fail "restarted s1: '$role', expected a standby of s2"
+  if [ "$HA_STATE" = etcd ]; then
+    all_job_ids "$s2" | sort -n >"$HA_DIR/stored"
+    ha_wait_db_jobs s1 "$HA_DIR/stored" 30
+    ha_log "s1 rebuilt from the log: $(wc -l <"$HA_DIR/stored") jobs, as on s2"
+  fi
   ha_log "PASS failover: $n submits, takeover $((t1 - t0)) ms, 0 lost, 0 duplicated, job $LONG kept running"
 }
 

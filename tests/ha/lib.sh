@@ -7,6 +7,9 @@ set -euo pipefail
 HA_DIR=${HA_DIR:-$(mktemp -d /tmp/railyard-ha.XXXXXX)}
 mkdir -p "$HA_DIR"
 HA_TTL=${HA_TTL:-3}
+# Where the schedulers keep their state: etcd (each its own database under $HA_DIR/NAME/, the leader's writes
+# replicated through etcd) or shared (one $HA_DIR/railyard.db for all).
+HA_STATE=${HA_STATE:-etcd}
 declare -A HA_PID HA_PORT
 HA_ETCD_URLS=""
 HA_URLS=""
@@ -90,17 +93,23 @@ ha_setup_cluster() {
   "$RAILYARD_CLI" topo generate --nodes 2 --profile dgx-h100 -o "$HA_DIR/cluster.json" >/dev/null
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$HA_DIR/secret"
   chmod 600 "$HA_DIR/secret"
-  HA_TOKEN=$("$RAILYARD_SCHEDULER" token create --db "$HA_DIR/railyard.db" --user admin --role admin 2>/dev/null | tail -1)
+  # The first leader's database (s1's): with replicated state its rows become the log's first entry.
+  mkdir -p "$(dirname "$(ha_db s1)")"
+  HA_TOKEN=$("$RAILYARD_SCHEDULER" token create --db "$(ha_db s1)" --user admin --role admin 2>/dev/null | tail -1)
   export RAILYARD_TOKEN=$HA_TOKEN
 }
+
+# ha_db NAME: the database scheduler NAME uses.
+ha_db() { if [ "$HA_STATE" = etcd ]; then echo "$HA_DIR/$1/railyard.db"; else echo "$HA_DIR/railyard.db"; fi; }
 
 # ha_start_sched NAME: a scheduler of the HA cluster (port chosen once per name, kept across restarts).
 ha_start_sched() {
   local name=$1
   [ -n "${HA_PORT[$name]:-}" ] || HA_PORT[$name]=$(ha_free_port)
-  "$RAILYARD_SCHEDULER" --listen "127.0.0.1:${HA_PORT[$name]}" --db "$HA_DIR/railyard.db" \
+  mkdir -p "$(dirname "$(ha_db "$name")")"
+  "$RAILYARD_SCHEDULER" --listen "127.0.0.1:${HA_PORT[$name]}" --db "$(ha_db "$name")" \
     --cluster "$HA_DIR/cluster.json" --agent-secret-file "$HA_DIR/secret" --web-root none \
-    --ha-etcd "$HA_ETCD_URLS" --ha-name "$name" --ha-ttl "$HA_TTL" ${HA_SCHED_ARGS:-} \
+    --ha-etcd "$HA_ETCD_URLS" --ha-name "$name" --ha-ttl "$HA_TTL" --ha-state "$HA_STATE" ${HA_SCHED_ARGS:-} \
     >>"$HA_DIR/$name.log" 2>&1 &
   HA_PID[$name]=$!
 }
@@ -185,4 +194,16 @@ ha_wait_agent_epoch() {
 }
 
 # Wall-clock milliseconds.
+# ha_wait_db_jobs NAME FILE SECONDS: waits until scheduler NAME's own database holds exactly the job ids in
+# FILE (sorted), as a standby following the replicated log does once it has caught up.
+ha_wait_db_jobs() {
+  local name=$1 file=$2 until=$((SECONDS + $3))
+  while [ $SECONDS -lt $until ]; do
+    sqlite3 "file:$(ha_db "$name")?mode=ro" 'SELECT id FROM jobs ORDER BY id' 2>/dev/null >"$HA_DIR/$name.jobs" &&
+      cmp -s "$HA_DIR/$name.jobs" "$file" && return 0
+    sleep 0.2
+  done
+  ha_fail "$name's database does not hold the leader's jobs within $3 s: $(diff "$file" "$HA_DIR/$name.jobs" | head -5)"
+}
+
 ha_now_ms() { echo $(( $(date +%s%N) / 1000000 )); }

@@ -1,0 +1,346 @@
+// Replicated controller state (issue 46): the store's changesets (store/sqlite_replication.cpp) and the log in
+// etcd (ha/replication.hpp). The store tests need no etcd; the log tests run a real etcd member on 127.0.0.1
+// and are skipped where none is installed (deploy/bootstrap.sh installs etcd-server).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "scheduler/ha/etcd.hpp"
+#include "scheduler/ha/replication.hpp"
+#include "scheduler/store/sqlite_store.hpp"
+#include "tests/daemon_client.hpp"
+#include "tests/etcd_fixture.hpp"
+
+namespace railyard {
+namespace {
+
+using namespace std::chrono_literals;
+using store::ReplicatedEntry;
+using store::SqliteStateStore;
+using store::WriteBatch;
+
+lifecycle::JobRecord make_job(jobs::JobId id, const std::string& user) {
+  lifecycle::JobRecord r;
+  r.id = id;
+  r.spec.user = user;
+  r.spec.project = user;
+  r.spec.gpus = 1;
+  r.spec.command = {"true"};
+  r.submit_time = 1000 + id;
+  return r;
+}
+
+// Everything load() gives and the tokens, as text: two stores hold the same state when these are equal.
+std::string state_text(SqliteStateStore& s) {
+  auto st = s.load();
+  EXPECT_TRUE(st) << st.error().message;
+  if (!st) return "";
+  nlohmann::json j;
+  for (const auto& r : st->jobs)
+    j["jobs"].push_back({r.id, r.spec.user, jobs::to_string(r.state), r.reason, r.nodes, r.start_time.value_or(-1)});
+  for (const auto& n : st->nodes) j["nodes"].push_back({n.name, sched::to_string(n.health), n.reason});
+  for (const auto& h : st->holds) j["holds"].push_back({h.alloc, h.job, h.gpus, h.nodes});
+  for (const auto& k : st->idempotency) j["idem"].push_back({k.key, k.first_id, k.count});
+  auto tokens = s.tokens();
+  EXPECT_TRUE(tokens);
+  if (tokens)
+    for (const auto& t : *tokens) j["tokens"].push_back({t.hash, t.user, t.revoked.value_or(-1)});
+  auto events = s.events("", 1000);
+  EXPECT_TRUE(events);
+  if (events)
+    for (const auto& e : *events) j["events"].push_back({e.subject, e.what, e.time_ms});
+  return j.dump();
+}
+
+// A leader's store whose replicator keeps each entry, and the batches a day of work brings.
+struct Leader {
+  testing::TempDir dir;
+  std::unique_ptr<SqliteStateStore> store;
+  std::vector<ReplicatedEntry> log;
+  Status answer = ok();  // what the replicator answers
+
+  Leader() {
+    auto s = SqliteStateStore::open(dir.file("leader.db"));
+    EXPECT_TRUE(s) << s.error().message;
+    store = std::move(*s);
+    store->replicate_through([this](int64_t seq, const std::string& changes) {
+      if (!answer) return answer;
+      log.push_back({seq, changes});
+      return ok();
+    });
+  }
+
+  void work() {
+    WriteBatch submit;
+    submit.inserts = {make_job(1, "ada"), make_job(2, "bob")};
+    submit.idempotency = {{"ada\nk1", 1, 1}};
+    submit.events.emplace_back("job/1", 1001, "ada", "submitted", 1001000);
+    ASSERT_TRUE(store->commit(submit));
+    WriteBatch start(lifecycle::Changes{}, store::Durability::kWritten);
+    auto j1 = make_job(1, "ada");
+    j1.state = jobs::JobState::kRunning;
+    j1.start_time = 1100;
+    j1.nodes = {"dgx001"};
+    start.updates = {j1};
+    start.nodes = {{"dgx001", sched::NodeHealth::kUp, ""}};
+    start.holds = {{"a-1", 1, {0, 1}, {"dgx001"}}};
+    ASSERT_TRUE(store->commit(start));
+    ASSERT_TRUE(store->add_token(store::TokenRecord{"ab12", "ada", store::Role::kAdmin}));
+    ASSERT_TRUE(store->put_node_key({"dgx001", "k", 5, std::nullopt, "", std::nullopt}));
+    WriteBatch end;
+    j1.state = jobs::JobState::kCompleted;
+    j1.end_time = 1200;
+    end.updates = {j1};
+    end.released = {"a-1"};
+    end.token_revokes = {{"ab12", 1300}};
+    ASSERT_TRUE(store->commit(end));
+  }
+};
+
+std::unique_ptr<SqliteStateStore> open_store(const std::string& path) {
+  auto s = SqliteStateStore::open(path);
+  EXPECT_TRUE(s) << s.error().message;
+  return s ? std::move(*s) : nullptr;
+}
+
+TEST(Replication, AStandbyAppliesTheLeadersEntriesToTheSameState) {
+  Leader leader;
+  leader.work();
+  ASSERT_EQ(leader.log.size(), 5u);  // one entry per write transaction
+  for (size_t i = 0; i < leader.log.size(); ++i) EXPECT_EQ(leader.log[i].seq, static_cast<int64_t>(i + 1));
+  EXPECT_EQ(*leader.store->replicated_seq(), 5);
+
+  auto standby = open_store(leader.dir.file("standby.db"));
+  // In two runs, as a follower reads them.
+  ASSERT_TRUE(standby->apply_replicated(std::span(leader.log).first(2)));
+  EXPECT_EQ(*standby->replicated_seq(), 2);
+  ASSERT_TRUE(standby->apply_replicated(std::span(leader.log).subspan(2)));
+  EXPECT_EQ(*standby->replicated_seq(), 5);
+  EXPECT_EQ(state_text(*standby), state_text(*leader.store));
+  auto key = standby->find_node_key("dgx001");
+  ASSERT_TRUE(key && *key);
+  EXPECT_EQ((*key)->key, "k");
+}
+
+TEST(Replication, AWriteTheReplicatorRefusesIsNotCommitted) {
+  Leader leader;
+  leader.work();
+  const std::string before = state_text(*leader.store);
+  leader.answer = Error{ErrorCode::kUnavailable, "etcd: no quorum"};
+  WriteBatch b;
+  b.inserts = {make_job(3, "cy")};
+  auto s = leader.store->commit(b);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(state_text(*leader.store), before);
+  EXPECT_EQ(*leader.store->replicated_seq(), 5);
+
+  // kConflict: the term is over; the store says so through on_fenced.
+  std::string fenced;
+  leader.store->set_on_fenced([&](const std::string& why) { fenced = why; });
+  leader.answer = Error{ErrorCode::kConflict, "the term is over"};
+  EXPECT_FALSE(leader.store->commit(b));
+  EXPECT_EQ(fenced, "the term is over");
+  leader.answer = ok();
+  ASSERT_TRUE(leader.store->commit(b));
+  ASSERT_EQ(leader.log.back().seq, 6);  // the refused tries took no number
+}
+
+TEST(Replication, EntriesOutOfOrderOrOnADifferentHistoryAreRefusedWhole) {
+  Leader leader;
+  leader.work();
+  auto standby = open_store(leader.dir.file("standby.db"));
+  auto s = standby->apply_replicated(std::span(leader.log).subspan(1));  // entry 1 missing
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(*standby->replicated_seq(), 0);
+
+  // A standby whose database took a write of its own: the leader's update of that row does not apply, and
+  // neither does anything else of the run.
+  ASSERT_TRUE(standby->apply_replicated(std::span(leader.log).first(1)));
+  WriteBatch local;
+  auto j2 = make_job(2, "bob");
+  j2.reason = "written here, not by the leader";
+  local.updates = {j2};
+  ASSERT_TRUE(standby->commit(local));
+  const std::string diverged = state_text(*standby);
+  WriteBatch lead;
+  j2.reason = "the leader's";
+  lead.updates = {j2};
+  ASSERT_TRUE(leader.store->commit(lead));
+  std::vector<ReplicatedEntry> rest(leader.log.begin() + 1, leader.log.end());
+  s = standby->apply_replicated(rest);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(state_text(*standby), diverged);
+  EXPECT_EQ(*standby->replicated_seq(), 1);
+}
+
+TEST(Replication, AFirstLeadersRowsFromBeforeBecomeTheFirstEntry) {
+  testing::TempDir dir;
+  auto first = open_store(dir.file("first.db"));
+  // Made before the cluster started (`railyard-scheduler token create --db`), so not replicated then.
+  ASSERT_TRUE(first->add_token(store::TokenRecord{"cd34", "root", store::Role::kAdmin}));
+  WriteBatch b;
+  b.inserts = {make_job(1, "ada")};
+  ASSERT_TRUE(first->commit(b));
+  std::vector<ReplicatedEntry> log;
+  first->replicate_through([&](int64_t seq, const std::string& changes) {
+    log.push_back({seq, changes});
+    return ok();
+  });
+  ASSERT_TRUE(first->replicate_existing(dir.file("scratch.db")));
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].seq, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("scratch.db")));
+  b.inserts = {make_job(2, "bob")};
+  ASSERT_TRUE(first->commit(b));
+  ASSERT_EQ(log.size(), 2u);
+  auto standby = open_store(dir.file("standby.db"));
+  ASSERT_TRUE(standby->apply_replicated(log));
+  EXPECT_EQ(state_text(*standby), state_text(*first));
+  auto token = standby->find_token("cd34");
+  ASSERT_TRUE(token && *token);
+  // Only once: the log has begun.
+  auto again = first->replicate_existing(dir.file("scratch.db"));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kConflict);
+}
+
+ha::LogOptions options_of(const testing::Etcd& etcd) {
+  ha::LogOptions o;
+  o.endpoints = {etcd.url()};
+  o.prefix = "/test";
+  return o;
+}
+
+// The leader key of one term, as the elector makes it: its create revision is the epoch.
+int64_t lead(const testing::Etcd& etcd, const std::string& name) {
+  ha::EtcdClient c({etcd.url()}, 2s);
+  auto lease = c.grant(60);
+  EXPECT_TRUE(lease);
+  auto r = c.create("/test/leader", name, *lease);
+  EXPECT_TRUE(r && r->created);
+  return r ? r->revision : 0;
+}
+
+#define REQUIRE_ETCD()                                                                          \
+  const std::string etcd_binary = testing::find_etcd();                                        \
+  if (etcd_binary.empty()) GTEST_SKIP() << "etcd is not installed (deploy/bootstrap.sh installs etcd-server)"; \
+  testing::Etcd etcd;                                                                           \
+  ASSERT_TRUE(etcd.start(etcd_binary)) << etcd.log()
+
+TEST(ReplicatedLog, EntriesComeBackInOrderWholeAcrossParts) {
+  REQUIRE_ETCD();
+  const int64_t epoch = lead(etcd, "s1");
+  ha::LogWriter writer(options_of(etcd), epoch);
+  std::string big(2 * ha::kPartBytes + 12345, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7919 % 251);
+  ASSERT_TRUE(writer.append(1, "one"));
+  ASSERT_TRUE(writer.append(2, big));  // three parts
+  ASSERT_TRUE(writer.append(3, std::string("th\0ree", 6)));
+
+  ha::LogReader reader(options_of(etcd));
+  auto all = reader.read(0, 100);
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].changeset, "one");
+  EXPECT_EQ((*all)[1].seq, 2);
+  EXPECT_TRUE((*all)[1].changeset == big) << "entry 2 came back with " << (*all)[1].changeset.size() << " bytes";
+  EXPECT_EQ((*all)[2].changeset, std::string("th\0ree", 6));
+  auto later = reader.read(1, 1);
+  ASSERT_TRUE(later);
+  ASSERT_EQ(later->size(), 1u);
+  EXPECT_EQ((*later)[0].seq, 2);
+  auto none = reader.read(3, 100);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(ReplicatedLog, AnAppendIsFencedByTheTermAndAgreesWithItsOwnRetry) {
+  REQUIRE_ETCD();
+  const int64_t epoch = lead(etcd, "s1");
+  ha::LogWriter writer(options_of(etcd), epoch);
+  ASSERT_TRUE(writer.append(1, "a"));
+  EXPECT_TRUE(writer.append(1, "a"));  // the same append again: its first try went through
+  auto other = writer.append(1, "b");  // another entry 1: this database is behind the log
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, ErrorCode::kConflict);
+
+  // A new term: the old leader's writes fail inside etcd.
+  ha::EtcdClient c({etcd.url()}, 2s);
+  auto key = c.get("/test/leader");
+  ASSERT_TRUE(key && *key);
+  ASSERT_TRUE(c.revoke((*key)->lease));
+  const int64_t epoch2 = lead(etcd, "s2");
+  ASSERT_GT(epoch2, epoch);
+  auto deposed = writer.append(2, "from the deposed leader");
+  ASSERT_FALSE(deposed);
+  EXPECT_EQ(deposed.error().code, ErrorCode::kConflict);
+  ha::LogReader reader(options_of(etcd));
+  auto all = reader.read(0, 100);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), 1u);
+  ASSERT_TRUE(ha::LogWriter(options_of(etcd), epoch2).append(2, "from the new leader"));
+  EXPECT_FALSE(ha::LogWriter(options_of(etcd), epoch).clear_after(0));
+}
+
+TEST(ReplicatedLog, AnEntryLeftUnfinishedIsNotReadAndTheNextLeaderClearsIt) {
+  REQUIRE_ETCD();
+  const int64_t epoch = lead(etcd, "s1");
+  ASSERT_TRUE(ha::LogWriter(options_of(etcd), epoch).append(1, "done"));
+  // Entry 2's first two parts of three, as a leader killed between its puts leaves them.
+  ha::EtcdClient c({etcd.url()}, 2s);
+  ASSERT_TRUE(c.put(ha::log_key("/test", 2, 0, 3), "p0", 0));
+  ASSERT_TRUE(c.put(ha::log_key("/test", 2, 1, 3), "p1", 0));
+  ha::LogReader reader(options_of(etcd));
+  auto all = reader.read(0, 100);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 1u);
+  ha::LogWriter next(options_of(etcd), epoch);
+  ASSERT_TRUE(next.clear_after(1));
+  ASSERT_TRUE(next.append(2, "whole"));
+  all = reader.read(1, 100);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].changeset, "whole");
+}
+
+TEST(ReplicatedLog, AFollowerKeepsAStandbysDatabaseWithTheLeaders) {
+  REQUIRE_ETCD();
+  const int64_t epoch = lead(etcd, "s1");
+  Leader leader;
+  ha::LogWriter writer(options_of(etcd), epoch);
+  leader.store->replicate_through([&](int64_t seq, const std::string& changes) { return writer.append(seq, changes); });
+  leader.work();
+  auto standby = open_store(leader.dir.file("standby.db"));
+  ha::LogFollower follower(options_of(etcd), "s2", 0, [&](std::span<const ha::LogEntry> entries) {
+    std::vector<ReplicatedEntry> rows;
+    for (const auto& e : entries) rows.push_back({e.seq, e.changeset});
+    return standby->apply_replicated(rows);
+  }, 10ms);
+  WriteBatch more;
+  more.inserts = {make_job(3, "cy")};
+  ASSERT_TRUE(leader.store->commit(more));
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       follower.applied() < 6 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(10ms);
+  follower.stop();
+  EXPECT_EQ(follower.failure(), "");
+  ASSERT_EQ(follower.applied(), 6);
+  ASSERT_TRUE(follower.catch_up());
+  EXPECT_EQ(state_text(*standby), state_text(*leader.store));
+  // It published how far it is, for `railyard cluster status`.
+  ha::EtcdClient c({etcd.url()}, 2s);
+  auto published = c.get("/test/applied/s2");
+  ASSERT_TRUE(published && *published);
+  EXPECT_EQ((*published)->value, "6");
+}
+
+}  // namespace
+}  // namespace railyard
