@@ -371,16 +371,30 @@ void run_cluster_status(const ClusterStatusOptions& o) {
               << leader.value("epoch", int64_t{0}) << ", since " << format_utc_ms(since) << " ("
               << format_seconds(static_cast<double>(now - since) / 1000.0) << ")\n";
   }
-  std::printf("%-16s %-28s %-9s %s\n", "SCHEDULER", "URL", "ROLE", "STATE");
+  // With replicated state each answers how far its database is in the leader's log: the lag is the leader's
+  // position less its own (entries not applied yet).
+  int64_t head = -1;
+  for (const auto& a : answers)
+    if (a.contains("answer")) {
+      const Json& self = a["answer"].value("self", Json::object());
+      if (self.value("role", "") == "leader" && self.contains("applied")) head = self["applied"].get<int64_t>();
+    }
+  std::printf("%-16s %-28s %-9s %-10s %-6s %s\n", "SCHEDULER", "URL", "ROLE", "APPLIED", "LAG", "STATE");
   for (const auto& a : answers) {
     if (a.contains("error")) {
-      std::printf("%-16s %-28s %-9s %s\n", "-", a["url"].get<std::string>().c_str(), "-",
+      std::printf("%-16s %-28s %-9s %-10s %-6s %s\n", "-", a["url"].get<std::string>().c_str(), "-", "-", "-",
                   ("unreachable: " + a["error"].get<std::string>()).c_str());
       continue;
     }
     const Json& self = a["answer"].value("self", Json::object());
-    std::printf("%-16s %-28s %-9s %s\n", self.value("name", "?").c_str(), a["url"].get<std::string>().c_str(),
-                self.value("role", "?").c_str(), "up");
+    std::string applied = "-", lag = "-";
+    if (self.contains("applied")) {
+      applied = std::to_string(self["applied"].get<int64_t>());
+      if (head >= 0) lag = std::to_string(std::max<int64_t>(0, head - self["applied"].get<int64_t>()));
+    }
+    std::printf("%-16s %-28s %-9s %-10s %-6s %s\n", self.value("name", "?").c_str(), a["url"].get<std::string>().c_str(),
+                self.value("role", "?").c_str(), applied.c_str(), lag.c_str(),
+                self.value("following", "").empty() ? "up" : ("not following: " + self.value("following", "")).c_str());
   }
   std::fflush(stdout);
   if (leader.is_null()) fail({ErrorCode::kUnavailable, "no leader"});

@@ -222,6 +222,9 @@ void wait_for_nodes(const std::string& url, const std::string& token, size_t wan
                       "/agents/*.log (stop with: railyard down --state-dir " + dir + ")"));
 }
 
+// `up --ha`: scheduler `i`'s own database (the state is replicated through etcd; each keeps its copy).
+std::string ha_database(const std::string& dir, int i) { return dir + "/s" + std::to_string(i) + "/railyard.db"; }
+
 // Where `railyard up` keeps what its schedulers are started with.
 struct SchedulerFiles {
   std::string program, dir, pids, db, cluster, secret, socket;
@@ -238,7 +241,9 @@ std::pair<int, std::string> start_schedulers(const UpOptions& o, const Scheduler
   for (int i = 1; i <= schedulers; ++i) {
     const int port = o.ha == 0 ? o.port : o.port == 0 ? free_port() : o.port + i - 1;
     const std::string log = o.ha == 0 ? f.dir + "/scheduler.log" : f.dir + "/scheduler-s" + std::to_string(i) + ".log";
-    std::vector<std::string> sargv{f.program, "--listen", "127.0.0.1:" + std::to_string(port), "--db", f.db,
+    const std::string db = o.ha == 0 ? f.db : ha_database(f.dir, i);
+    fs::create_directories(fs::path(db).parent_path(), ec);
+    std::vector<std::string> sargv{f.program, "--listen", "127.0.0.1:" + std::to_string(port), "--db", db,
                                    "--cluster", f.cluster};
     if (!o.no_agents && o.shared_secret) sargv.insert(sargv.end(), {"--agent-secret-file", f.secret});
     if (!o.no_agents && !o.shared_secret) sargv.push_back("--node-keys");
@@ -256,6 +261,9 @@ std::pair<int, std::string> start_schedulers(const UpOptions& o, const Scheduler
     spids.push_back(local::start_process(f.pids, "scheduler", sargv, log));
     logs.push_back(log);
     urls.push_back("http://127.0.0.1:" + std::to_string(port));
+    // s1 leads first: its database (the node keys and the token) becomes the replicated log's first entry,
+    // which the others, starting empty, apply.
+    if (o.ha > 0 && i == 1) wait_for_listen(spids.back(), log, o.timeout_s);
   }
   int spid = spids.front();
   std::string url;
@@ -333,23 +341,31 @@ void run_up(const UpOptions& o) {
   // scheduler only with --shared-secret: by default it accepts each node's own key and nothing else.
   write_private_file(secret_file, random_secret() + "\n");
 
-  const std::string db = dir + "/railyard.db";
+  // With --ha the first scheduler's database: the keys and the token are written there before it starts.
+  // Each `up --ha` starts from a fresh replicated state (etcd's data and every scheduler's database): the
+  // node keys are new at every run, and a database that held rows the log does not would not follow it.
+  if (o.ha > 0)
+    for (const char* old : {"etcd", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}) fs::remove_all(dir + "/" + old, ec);
+  const std::string db = o.ha > 0 ? ha_database(dir, 1) : dir + "/railyard.db";
+  fs::create_directories(fs::path(db).parent_path(), ec);
   std::vector<std::string> names;
   for (const auto& n : cluster->nodes()) names.push_back(n.name);
   // Per-node keys, before any scheduler starts: every node a fresh key (replacing any of an earlier run),
   // each in its own file under DIR/keys, which its agent alone is given.
   const std::string key_dir = dir + "/keys";
   if (!o.no_agents && !o.shared_secret) issue_node_keys(scheduler, db, key_dir, names);
-  // With --ha N: N schedulers on ports PORT .. PORT+N-1 (free ones with --port 0) share the database (the
-  // shared-storage model: only the leader opens it) and elect their leader through N etcd members.
+  // With --ha N: N schedulers on ports PORT .. PORT+N-1 (free ones with --port 0), each with its own
+  // database under DIR/sI/, elect their leader through N etcd members, and the leader's every write is
+  // replicated through them to the others.
   const std::string etcd_urls = o.ha > 0 ? start_etcd_members(dir, pids, o.ha) : "";
   // The scheduler's Unix socket, where this host's users need no token (`railyard --url unix:PATH`). Not with
   // --ha (each leader in turn would take over one path), nor where the path is too long for a socket.
   const std::string sock = dir + "/railyard.sock";
   const bool with_socket = o.ha == 0 && sock.size() < kMaxUnixSocketPath;
+  // Before the schedulers start: with --ha it must be in the first leader's database when it starts.
+  const std::string token = create_token(scheduler, db, local_user());
   const auto [spid, url] = start_schedulers(o, {scheduler, dir, pids, db, cluster_file, secret_file, sock},
                                            etcd_urls, with_socket);
-  const std::string token = create_token(scheduler, db, local_user());
 
   const int agents = o.no_agents ? 0 : start_agents(o, agent, url, dir, pids, names, secret_file, key_dir);
   wait_for_nodes(url, token, names.size(), o.timeout_s, dir);
@@ -389,8 +405,9 @@ void add_up_command(CLI::App& app) {
                 "Agents share one cluster secret (DIR/secret) instead of each node's own key (DIR/keys/NAME.key)");
   cmd->add_flag("--no-config", o->no_config, "Do not write the URL and token to the CLI config file");
   cmd->add_option("--ha", o->ha,
-                  "High availability: N etcd members and N schedulers (ports --port ..) sharing the database; "
-                  "one leads, the others take over when it dies (`railyard cluster status`)")
+                  "High availability: N etcd members and N schedulers (ports --port ..), each with its own "
+                  "database (STATE-DIR/sI/) that follows the leader's through etcd; one leads, the others take "
+                  "over when it dies (`railyard cluster status`). Starts from a fresh state each time")
       ->check(CLI::Range(1, 7));
   cmd->add_option("--scheduler-arg", o->scheduler_args,
                   "An argument for railyard-scheduler, e.g. --scheduler-arg=--compact-wait=0 (repeatable)")

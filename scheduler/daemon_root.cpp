@@ -100,11 +100,11 @@ void tick_every_second(api::HttpServer& server, daemon::AgentHub& hub) {
 // Serves as a standby (ha/standby.hpp) on the daemon's address until the elector wins: the epoch; an error
 // when stopped (SIGINT/SIGTERM) first. The standby's listener is closed before the leader's opens.
 Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddress& listen,
-                                 const daemon::DaemonConfig& config) {
+                                 const daemon::DaemonConfig& config, const ha::Position& position) {
   api::HttpServer server;
   server.set_limits(server_limits(config));
-  server.set_handler([&elector](api::HttpRequest&& req, api::Reply reply) {
-    if (auto r = ha::ha_route(req, elector)) return reply(std::move(*r));
+  server.set_handler([&elector, &position](api::HttpRequest&& req, api::Reply reply) {
+    if (auto r = ha::ha_route(req, elector, position)) return reply(std::move(*r));
     reply(ha::standby_answer(req, elector));
   });
   if (!config.tls_cert.empty())
@@ -199,7 +199,10 @@ Daemon::Step Daemon::elect() {
           return store->apply_replicated(rows);
         });
   }
-  auto won = serve_as_standby(*elector_, listen_, config_);
+  ha::Position position;
+  if (follower)
+    position = [f = follower.get()] { return ha::LogPosition{f->applied(), f->failure()}; };
+  auto won = serve_as_standby(*elector_, listen_, config_, position);
   if (!won) return Failed{won.error().message, 1};
   epoch_ = *won;
   if (follower) {
@@ -210,6 +213,7 @@ Daemon::Step Daemon::elect() {
       return Failed{"ha: catching up with the replicated log: " + s.error().message +
                         " (this scheduler cannot lead; remove its database to rebuild it from the log)",
                     1};
+    log_head_ = follower->applied();
     auto writer = std::make_shared<ha::LogWriter>(log_options(), epoch_);
     if (auto s = writer->clear_after(follower->applied()); !s) step_down(s.error().message);
     spdlog::info("ha: caught up with the replicated log at entry {}", follower->applied());
@@ -219,6 +223,7 @@ Daemon::Step Daemon::elect() {
       own->replicate_through([writer](int64_t seq, const std::string& changes) { return writer->append(seq, changes); });
       if (auto s = own->replicate_existing(config_.db + ".seed"); !s)
         return Failed{"ha: replicating the database's rows: " + s.error().message, 1};
+      if (auto seq = own->replicated_seq()) log_head_ = *seq;
     }
   }
   return std::nullopt;
@@ -245,8 +250,16 @@ Daemon::Step Daemon::open_service() {
     if (replicated()) {
       // Each connection commits on its own thread: a writer (an etcd client) each.
       for (auto* s : {st->get(), submit_st->get()})
-        s->replicate_through([writer = std::make_shared<ha::LogWriter>(log_options(), epoch_)](
-                                 int64_t seq, const std::string& changes) { return writer->append(seq, changes); });
+        s->replicate_through([this, writer = std::make_shared<ha::LogWriter>(log_options(), epoch_)](
+                                 int64_t seq, const std::string& changes) {
+          Status appended = writer->append(seq, changes);
+          if (appended) log_head_ = seq;  // the write lock orders the two connections: seq only grows
+          int64_t none = 0;
+          if (appended) unreplicated_since_ms_ = 0;
+          else if (appended.error().code == ErrorCode::kUnavailable)
+            unreplicated_since_ms_.compare_exchange_strong(none, wall_clock_ms());
+          return appended;
+        });
     }
     spdlog::info("ha: leading with epoch {}; database {} claimed", epoch_, config_.db);
   }
@@ -315,9 +328,28 @@ Daemon::Step Daemon::open_http() {
                          *peer});
   router_->set_agent_hub(hub_.get());
   if (elector_)
-    router_->set_ha_route(
-        [leading = elector_.get()](const api::HttpRequest& req) { return ha::ha_route(req, *leading); });
-  server_.set_handler([this](api::HttpRequest&& req, api::Reply reply) { router_->handle(std::move(req), reply); });
+    router_->set_ha_route([this, leading = elector_.get()](const api::HttpRequest& req) {
+      ha::Position position;
+      if (replicated()) position = [this] { return ha::LogPosition{log_head_.load(), ""}; };
+      return ha::ha_route(req, *leading, position);
+    });
+  if (replicated()) {
+    // While etcd does not take the leader's writes (no quorum), reads are answered from what this leader
+    // holds, marked as possibly stale; writes are refused (503, Retry-After) until it does, or until the
+    // lease runs out and this leader stops.
+    server_.set_handler([this](api::HttpRequest&& req, api::Reply reply) {
+      const int64_t since = unreplicated_since_ms_.load();
+      if (since == 0) return router_->handle(std::move(req), reply);
+      router_->handle(std::move(req), [reply, since](api::HttpResponse r) {
+        r.headers.emplace_back("X-Railyard-Stale",
+                               "etcd has not taken this leader's writes for " +
+                                   std::to_string(wall_clock_ms() - since) + " ms: newer state may exist");
+        reply(std::move(r));
+      });
+    });
+  } else {
+    server_.set_handler([this](api::HttpRequest&& req, api::Reply reply) { router_->handle(std::move(req), reply); });
+  }
   server_.set_ws_acceptor(
       [this](const api::HttpRequest& req, std::shared_ptr<api::WsPeer> ws) -> std::optional<api::WsHandlers> {
         const std::string path = req.target.substr(0, req.target.find('?'));

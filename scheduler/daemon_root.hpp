@@ -4,6 +4,7 @@
 // it builds until the daemon stops; the parts are destroyed in the reverse order.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -58,6 +59,8 @@ class Daemon {
   std::optional<topology::Cluster> cluster_;
   std::unique_ptr<ha::Elector> elector_;
   int64_t epoch_ = 0;
+  std::atomic<int64_t> log_head_{0};  // replicated state: the last entry this leader wrote
+  std::atomic<int64_t> unreplicated_since_ms_{0};  // when etcd began refusing its writes; 0: it takes them
   std::unique_ptr<store::SqliteStateStore> submit_store_;  // submits commit on their own connection
   api::HttpServer server_;  // the event loop
   std::unique_ptr<daemon::Service> service_;

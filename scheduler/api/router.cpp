@@ -67,8 +67,12 @@ HttpResponse error_response(const Error& e) {
       return error_response(403, "forbidden", e.message);
     case ErrorCode::kConflict:
       return error_response(409, "conflict", e.message);
-    case ErrorCode::kUnavailable:
-      return error_response(503, "unavailable", e.message);
+    case ErrorCode::kUnavailable: {
+      // Passing (a store or etcd out of reach): the request may be sent again as it is.
+      HttpResponse r = error_response(503, "unavailable", e.message);
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
     case ErrorCode::kInternal:
       break;
   }

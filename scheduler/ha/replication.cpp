@@ -65,7 +65,9 @@ Status LogWriter::append(int64_t seq, const std::string& changeset) {
     const std::string key = log_key(options_.prefix, seq, p, parts);
     const std::string value = changeset.substr(static_cast<size_t>(p) * kPartBytes, kPartBytes);
     auto r = etcd_->guarded_put(leader, epoch_, key, value);
-    if (!r) return r.error();
+    if (!r)
+      return Error{ErrorCode::kUnavailable,
+                   "not stored: the state could not be replicated through etcd (" + r.error().message + ")"};
     if (r->put) continue;
     if (!r->guard || r->guard->create_revision != epoch_)
       return Error{ErrorCode::kConflict,

@@ -19,7 +19,7 @@ std::string path_of(const api::HttpRequest& req) { return req.target.substr(0, r
 
 }  // namespace
 
-std::string leader_json(const Elector& e) {
+std::string leader_json(const Elector& e, const Position& position) {
   const json leader = leader_object(e);
   const std::string leader_name = leader.is_null() ? "" : leader["name"].get<std::string>();
   json members = json::array();
@@ -28,22 +28,24 @@ std::string leader_json(const Elector& e) {
                        {"address", m.address},
                        {"since_ms", m.since_ms},
                        {"role", m.name == leader_name ? "leader" : "standby"}});
-  return json{{"self",
-               {{"name", e.options().name},
-                {"address", e.options().address},
-                {"role", e.leading() ? "leader" : "standby"}}},
-              {"leader", leader},
-              {"members", members}}
-      .dump();
+  json self = {{"name", e.options().name},
+               {"address", e.options().address},
+               {"role", e.leading() ? "leader" : "standby"}};
+  if (position) {
+    const LogPosition p = position();
+    self["applied"] = p.applied;
+    if (!p.failure.empty()) self["following"] = p.failure;
+  }
+  return json{{"self", self}, {"leader", leader}, {"members", members}}.dump();
 }
 
-std::optional<api::HttpResponse> ha_route(const api::HttpRequest& req, const Elector& e) {
+std::optional<api::HttpResponse> ha_route(const api::HttpRequest& req, const Elector& e, const Position& position) {
   const std::string path = path_of(req);
   if (path == "/healthz")
     return api::HttpResponse{
         200, "application/json", json{{"status", "ok"}, {"role", e.leading() ? "leader" : "standby"}}.dump(), {}};
   if (path == "/api/v1/leader" && (req.method == "GET" || req.method == "HEAD"))
-    return api::HttpResponse{200, "application/json", leader_json(e), {}};
+    return api::HttpResponse{200, "application/json", leader_json(e, position), {}};
   return std::nullopt;
 }
 

@@ -353,8 +353,11 @@ Status SqliteStateStore::commit_all(std::span<const WriteBatch* const> batches) 
   const auto synced = [](const WriteBatch* b) { return b->durability == Durability::kSynced; };
   const auto has_rows = [](const WriteBatch* b) { return !b->empty(); };
   if (std::none_of(batches.begin(), batches.end(), has_rows)) return ok();
-  const Durability wanted =
-      std::any_of(batches.begin(), batches.end(), synced) ? Durability::kSynced : Durability::kWritten;
+  // Replicated, a commit is durable once etcd holds it (a quorum fsynced it): the local log need not be
+  // synced, and a database that lost its last commits with its machine catches up from the log.
+  const Durability wanted = !replicator_ && std::any_of(batches.begin(), batches.end(), synced)
+                                ? Durability::kSynced
+                                : Durability::kWritten;
   return guarded([&]() -> Status {
     // In WAL mode FULL fsyncs the log at every commit, NORMAL only before a checkpoint; the log is one file
     // written in order, so a FULL commit's fsync also makes the NORMAL commits before it durable.
