@@ -1,5 +1,6 @@
 #include "scheduler/daemon_root.hpp"
 
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -99,11 +101,29 @@ void tick_every_second(api::HttpServer& server, daemon::AgentHub& hub) {
 
 // Serves as a standby (ha/standby.hpp) on the daemon's address until the elector wins: the epoch; an error
 // when stopped (SIGINT/SIGTERM) first. The standby's listener is closed before the leader's opens.
+// GET /api/v1/ha/snapshot on a standby: its database as one file, to who shows the snapshot key.
+api::HttpResponse snapshot_answer(const api::HttpRequest& req, const std::string& db, const std::string& key) {
+  const std::string bearer = api::bearer_token(req.authorization).value_or("");
+  if (key.empty() || bearer.size() != key.size() || CRYPTO_memcmp(bearer.data(), key.data(), key.size()) != 0)
+    return {401, "application/json", R"({"error":{"code":"unauthorized","message":"snapshot key required"}})", {}};
+  const std::string out = db + ".serving";
+  if (auto s = store::SqliteStateStore::snapshot_to(db, out); !s)
+    return {503, "application/json", nlohmann::json{{"error", {{"code", "unavailable"}, {"message", s.error().message}}}}.dump(), {}};
+  std::ifstream in(out, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  std::filesystem::remove(out, ec);
+  return {200, "application/octet-stream", std::move(bytes), {}};
+}
+
 Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddress& listen,
-                                 const daemon::DaemonConfig& config, const ha::Position& position) {
+                                 const daemon::DaemonConfig& config, const ha::Position& position,
+                                 const std::string& snapshot_key) {
   api::HttpServer server;
   server.set_limits(server_limits(config));
-  server.set_handler([&elector, &position](api::HttpRequest&& req, api::Reply reply) {
+  server.set_handler([&elector, &position, &config, &snapshot_key](api::HttpRequest&& req, api::Reply reply) {
+    if (position && req.method == "GET" && req.target == "/api/v1/ha/snapshot")
+      return reply(snapshot_answer(req, config.db, snapshot_key));
     if (auto r = ha::ha_route(req, elector, position)) return reply(std::move(*r));
     reply(ha::standby_answer(req, elector));
   });
@@ -188,21 +208,29 @@ Daemon::Step Daemon::elect() {
     auto st = store::SqliteStateStore::open(config_.db);
     if (!st) return Failed{st.error().message, 1};
     own = std::move(*st);
+    if (auto key = ha::snapshot_key(log_options()); key) snapshot_key_ = *key;
+    else spdlog::warn("ha: no snapshot key from etcd ({}): this scheduler serves no snapshots", key.error().message);
+    if (Step failed = rebuild_if_behind(own, eo.name)) return failed;
     auto applied = own->replicated_seq();
     if (!applied) return Failed{applied.error().message, 1};
     spdlog::info("ha: state replicated through etcd; {} holds the log up to entry {}", config_.db, *applied);
     follower = std::make_unique<ha::LogFollower>(
-        log_options(), eo.name, *applied, [store = own.get()](std::span<const ha::LogEntry> entries) {
+        log_options(), eo.name, *applied,
+        [store = own.get()](std::span<const ha::LogEntry> entries) {
           std::vector<store::ReplicatedEntry> rows;
           rows.reserve(entries.size());
           for (const auto& e : entries) rows.push_back({e.seq, e.changeset});
           return store->apply_replicated(rows);
+        },
+        std::chrono::milliseconds(50), [](const Error& e) {
+          // Behind the trimmed log: the next start rebuilds this database from a snapshot.
+          if (e.code == ErrorCode::kNotFound) step_down(e.message + "; restarting rebuilds from a snapshot");
         });
   }
   ha::Position position;
   if (follower)
     position = [f = follower.get()] { return ha::LogPosition{f->applied(), f->failure()}; };
-  auto won = serve_as_standby(*elector_, listen_, config_, position);
+  auto won = serve_as_standby(*elector_, listen_, config_, position, snapshot_key_);
   if (!won) return Failed{won.error().message, 1};
   epoch_ = *won;
   if (follower) {
@@ -229,6 +257,48 @@ Daemon::Step Daemon::elect() {
   return std::nullopt;
 }
 
+// A database older than the log's base (trimmed past it) or gone: a snapshot of another controller's
+// replaces it, and the log goes on from the entry the snapshot holds.
+Daemon::Step Daemon::rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>& own, const std::string& name) {
+  auto applied = own->replicated_seq();
+  if (!applied) return Failed{applied.error().message, 1};
+  ha::EtcdClient etcd(log_options().endpoints, log_options().timeout);
+  auto base = ha::log_base(etcd, log_options().prefix);
+  if (!base) {
+    spdlog::warn("ha: the log's base is not known yet ({}); following finds out", base.error().message);
+    return std::nullopt;
+  }
+  if (*applied >= *base) return std::nullopt;
+  spdlog::warn("ha: {} holds the log up to entry {}, the log is trimmed up to {}: rebuilding from a snapshot",
+               config_.db, *applied, *base);
+  auto bytes = ha::fetch_snapshot(log_options(), name, snapshot_key_);
+  if (!bytes) return Failed{bytes.error().message, 1};
+  const std::string fresh = config_.db + ".snapshot";
+  {
+    std::ofstream out(fresh, std::ios::binary | std::ios::trunc);
+    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    if (!out.flush()) return Failed{"ha: cannot write " + fresh, 1};
+  }
+  auto copy = store::SqliteStateStore::open(fresh);
+  if (!copy) return Failed{"ha: the snapshot does not open: " + copy.error().message, 1};
+  auto held = (*copy)->replicated_seq();
+  if (!held || *held < *base)
+    return Failed{"ha: the snapshot holds the log only up to entry " + (held ? std::to_string(*held) : "?") +
+                      ", before its base " + std::to_string(*base),
+                  1};
+  copy->reset();
+  own.reset();
+  std::error_code ec;
+  for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(config_.db + suffix, ec);
+  std::filesystem::rename(fresh, config_.db, ec);
+  if (ec) return Failed{"ha: replacing " + config_.db + ": " + ec.message(), 1};
+  auto reopened = store::SqliteStateStore::open(config_.db);
+  if (!reopened) return Failed{reopened.error().message, 1};
+  own = std::move(*reopened);
+  spdlog::info("ha: {} rebuilt from a snapshot: the log up to entry {}", config_.db, *held);
+  return std::nullopt;
+}
+
 ha::LogOptions Daemon::log_options() const {
   ha::LogOptions o;
   o.endpoints = ha::split_endpoints(config_.ha_etcd);
@@ -248,6 +318,11 @@ Daemon::Step Daemon::open_service() {
     (*st)->set_on_fenced(step_down);
     (*submit_st)->set_on_fenced(step_down);
     if (replicated()) {
+      ha::TrimOptions trim;
+      trim.keep = config_.ha_log_keep;
+      trim.keep_max = config_.ha_log_keep * 4;
+      trimmer_ = std::make_unique<ha::LogTrimmer>(log_options(), epoch_, elector_->options().name,
+                                                  [this] { return log_head_.load(); }, trim);
       // Each connection commits on its own thread: a writer (an etcd client) each.
       for (auto* s : {st->get(), submit_st->get()})
         s->replicate_through([this, writer = std::make_shared<ha::LogWriter>(log_options(), epoch_)](

@@ -49,6 +49,7 @@ class Daemon {
   // With replicated state: the log's options; opens the own database and follows the log while a standby.
   ha::LogOptions log_options() const;
   bool replicated() const { return !config_.ha_etcd.empty() && config_.ha_state == "etcd"; }
+  Step rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>& own, const std::string& name);
   Step open_service();   // the store (fenced when leading), the Service, its policy and worker threads
   Step open_hubs();      // the agent hub (secret, node keys, timeouts) and the watch hub
   Step open_http();      // the router, WebSocket acceptor, limits, TLS, Unix socket; then listen
@@ -59,10 +60,12 @@ class Daemon {
   std::optional<topology::Cluster> cluster_;
   std::unique_ptr<ha::Elector> elector_;
   int64_t epoch_ = 0;
+  std::string snapshot_key_;         // replicated state: what a controller shows to get a snapshot
   std::atomic<int64_t> log_head_{0};  // replicated state: the last entry this leader wrote
   std::atomic<int64_t> unreplicated_since_ms_{0};  // when etcd began refusing its writes; 0: it takes them
   std::unique_ptr<store::SqliteStateStore> submit_store_;  // submits commit on their own connection
   api::HttpServer server_;  // the event loop
+  std::unique_ptr<ha::LogTrimmer> trimmer_;  // replicated state, leading: keeps etcd's log bounded
   std::unique_ptr<daemon::Service> service_;
   std::unique_ptr<daemon::AgentHub> hub_;
   std::unique_ptr<api::WatchHub> watch_;

@@ -8,7 +8,7 @@
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]
-//                       [--ha-state etcd|shared]]
+//                       [--ha-state etcd|shared] [--ha-log-keep N]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
 //   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
 //   railyard-scheduler routes        (the route table as JSON: method, path, role)
@@ -172,6 +172,11 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
                  "the leader's every write is replicated through etcd before it is acknowledged) or shared (one "
                  "--db on storage every scheduler mounts)")
       ->check(CLI::IsMember({"etcd", "shared"}));
+  app.add_option("--ha-log-keep", config.ha_log_keep,
+                 "replicated state: entries etcd keeps behind the leader once every live scheduler applied them "
+                 "(a scheduler restarting within them catches up without a snapshot); a live one more than 4 "
+                 "times this behind rebuilds from a snapshot. Default 20000")
+      ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
 }
 
 // The config-file keys whose flags the command line gave: flags win over the file.

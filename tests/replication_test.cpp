@@ -342,5 +342,78 @@ TEST(ReplicatedLog, AFollowerKeepsAStandbysDatabaseWithTheLeaders) {
   EXPECT_EQ((*published)->value, "6");
 }
 
+TEST(ReplicatedLog, TheTrimFloorKeepsWhatLiveControllersNeedWithinABound) {
+  ha::TrimOptions o;
+  o.keep = 10;
+  o.keep_max = 40;
+  // s1 leads (its own position is the head); s3 is live and furthest behind; s4 published but is not live.
+  const std::vector<std::string> live{"s1", "s2", "s3"};
+  const std::vector<std::pair<std::string, int64_t>> applied{{"s2", 95}, {"s3", 70}, {"s4", 3}};
+  EXPECT_EQ(ha::trim_floor(100, live, "s1", applied, o), 70);
+  EXPECT_EQ(ha::trim_floor(100, {"s1", "s2"}, "s1", applied, o), 90);   // keep behind the head
+  EXPECT_EQ(ha::trim_floor(200, live, "s1", applied, o), 160);          // s3 too far behind: keep_max
+  EXPECT_EQ(ha::trim_floor(100, {"s1", "s5"}, "s1", applied, o), 60);   // live, nothing published: 0
+  EXPECT_EQ(ha::trim_floor(5, {"s1"}, "s1", applied, o), 0);
+}
+
+TEST(ReplicatedLog, ATrimmedLogSendsAControllerBehindItToASnapshot) {
+  REQUIRE_ETCD();
+  const int64_t epoch = lead(etcd, "s1");
+  ha::LogWriter writer(options_of(etcd), epoch);
+  for (int64_t seq = 1; seq <= 30; ++seq) ASSERT_TRUE(writer.append(seq, "entry " + std::to_string(seq)));
+  ha::EtcdClient c({etcd.url()}, 2s);
+  ASSERT_TRUE(c.put("/test/members/s1", R"({"name":"s1"})", 0));
+  ASSERT_TRUE(c.put("/test/members/s2", R"({"name":"s2"})", 0));
+  ASSERT_TRUE(c.put("/test/applied/s2", "25", 0));
+  ha::TrimOptions o;
+  o.keep = 2;
+  o.keep_max = 100;
+  o.every = std::chrono::hours(1);  // rounds run here, by hand
+  ha::LogTrimmer trimmer(options_of(etcd), epoch, "s1", [] { return int64_t{30}; }, o);
+  auto base = trimmer.trim_once();
+  ASSERT_TRUE(base) << base.error().message;
+  EXPECT_EQ(*base, 25);  // s2 still needs 26..30
+  ha::LogReader reader(options_of(etcd));
+  auto behind = reader.read(10, 100);
+  ASSERT_FALSE(behind);
+  EXPECT_EQ(behind.error().code, ErrorCode::kNotFound);
+  auto rest = reader.read(25, 100);
+  ASSERT_TRUE(rest) << rest.error().message;
+  ASSERT_EQ(rest->size(), 5u);
+  EXPECT_EQ(rest->front().seq, 26);
+  auto keys = c.list("/test/log/");
+  ASSERT_TRUE(keys);
+  EXPECT_EQ(keys->size(), 5u);  // 1..25 are gone from etcd
+  // s2 catches up: the next round trims to head - keep.
+  ASSERT_TRUE(c.put("/test/applied/s2", "30", 0));
+  base = trimmer.trim_once();
+  ASSERT_TRUE(base);
+  EXPECT_EQ(*base, 28);
+  // A deposed leader's trimmer trims nothing.
+  ASSERT_TRUE(c.revoke((*c.get("/test/leader"))->lease));
+  lead(etcd, "s2");
+  ASSERT_TRUE(c.put("/test/applied/s2", "30", 0));
+  ha::LogTrimmer old(options_of(etcd), epoch, "s1", [] { return int64_t{31}; }, o);
+  auto refused = old.trim_once();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+}
+
+TEST(Replication, ASnapshotIsTheDatabaseAtOneEntry) {
+  Leader leader;
+  leader.work();
+  const std::string copy = leader.dir.file("copy.db");
+  ASSERT_TRUE(SqliteStateStore::snapshot_to(leader.dir.file("leader.db"), copy));
+  auto restored = open_store(copy);
+  EXPECT_EQ(*restored->replicated_seq(), 5);
+  EXPECT_EQ(state_text(*restored), state_text(*leader.store));
+  // It follows the log from there.
+  WriteBatch b;
+  b.inserts = {make_job(9, "dee")};
+  ASSERT_TRUE(leader.store->commit(b));
+  ASSERT_TRUE(restored->apply_replicated(std::span(leader.log).subspan(5)));
+  EXPECT_EQ(state_text(*restored), state_text(*leader.store));
+}
+
 }  // namespace
 }  // namespace railyard

@@ -78,6 +78,10 @@ struct DaemonConfig {
   // Where the leader's state lives with HA (issue 46): "etcd" (each scheduler its own --db, the leader's
   // every write replicated through etcd; ha/replication.hpp) or "shared" (one --db all schedulers mount).
   std::string ha_state = "etcd";
+  // Replicated entries etcd keeps behind the leader once every live scheduler has applied them (a scheduler
+  // that restarts within them catches up without a snapshot); one live scheduler lagging more than 4 times
+  // this loses its entries and rebuilds from a snapshot (ha/replication.hpp, TrimOptions).
+  int64_t ha_log_keep = 20000;
 };
 
 // "0600", "660", ... -> the mode: octal, at most 0777, read and write for the owner (the scheduler's user

@@ -282,4 +282,27 @@ Status EtcdClient::compact(int64_t revision) {
   return ok();
 }
 
+Result<bool> EtcdClient::guarded_put_delete(const std::string& guard, int64_t guard_revision, const std::string& key,
+                                            const std::string& value, const std::string& from, const std::string& to) {
+  json body = {{"compare", json::array({create_revision_is(guard, guard_revision)})},
+               {"success", json::array({{{"request_put", {{"key", base64_encode(key)}, {"value", base64_encode(value)}}}},
+                                        {{"request_delete_range",
+                                          {{"key", base64_encode(from)}, {"range_end", base64_encode(to)}}}}})}};
+  auto j = parse(call("/v3/kv/txn", body.dump()));
+  if (!j) return j.error();
+  return j->value("succeeded", false);
+}
+
+Result<EtcdClient::MemberStatus> EtcdClient::status() {
+  auto j = parse(call("/v3/maintenance/status", "{}"));
+  if (!j) return j.error();
+  return MemberStatus{int_field(*j, "dbSize"), int_field(*j, "dbSizeInUse")};
+}
+
+Status EtcdClient::defragment() {
+  auto j = parse(call("/v3/maintenance/defragment", "{}"));
+  if (!j) return j.error();
+  return ok();
+}
+
 }  // namespace railyard::ha

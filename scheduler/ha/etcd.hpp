@@ -90,6 +90,18 @@ class EtcdClient {
                               const std::string& range_end);
   // Drops the history of revisions before `revision` (etcd's compaction; keys' current values stay).
   Status compact(int64_t revision);
+  // One transaction guarded like guarded_put: puts `key` = `value` and deletes [from, to); false when the
+  // guard does not hold.
+  Result<bool> guarded_put_delete(const std::string& guard, int64_t guard_revision, const std::string& key,
+                                  const std::string& value, const std::string& from, const std::string& to);
+  // The first endpoint's member: the size of its database file and the part in use (etcd 3.4's status).
+  struct MemberStatus {
+    int64_t db_size = 0;
+    int64_t db_size_in_use = 0;
+  };
+  Result<MemberStatus> status();
+  // Defragments the first endpoint's member (it answers nothing else meanwhile).
+  Status defragment();
 
  private:
   // POSTs `body` to `path` on the first endpoint that answers; the parsed JSON reply text.

@@ -2,9 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+#include <random>
+
 #include <cinttypes>
+#include <algorithm>
 #include <cstdio>
 
+#include "common/net/http_client.hpp"
 #include "scheduler/ha/etcd.hpp"
 
 namespace railyard::ha {
@@ -93,13 +98,41 @@ LogReader::LogReader(LogOptions options) : options_(std::move(options)), etcd_(c
 
 LogReader::~LogReader() = default;
 
+Result<int64_t> log_base(EtcdClient& etcd, const std::string& prefix) {
+  auto kv = etcd.get(prefix + "/log-base");
+  if (!kv) return kv.error();
+  if (!*kv) return int64_t{0};
+  try {
+    return static_cast<int64_t>(std::stoll((*kv)->value));
+  } catch (const std::exception&) {
+    return Error{ErrorCode::kInternal, "replication: log-base holds " + (*kv)->value};
+  }
+}
+
 Result<std::vector<LogEntry>> LogReader::read(int64_t after, size_t max_entries) {
   constexpr int64_t kPage = 32;  // parts per request: at most ~43 MB of answer
   std::vector<LogEntry> out;
   std::string start = entry_start(options_.prefix, after + 1);
   const std::string end = prefix_end(log_prefix(options_.prefix));
   int64_t next = after + 1;
-  int64_t revision = 0;  // every page at the first one's revision: one view of the log
+  // The base first, and every page at the base's revision: one view of the log, in which a trim between two
+  // requests cannot look like a gap.
+  const std::string base_key = options_.prefix + "/log-base";
+  auto base_read = etcd_->range(base_key, base_key + std::string(1, '\0'), 1);
+  if (!base_read) return base_read.error();
+  int64_t revision = base_read->revision;
+  if (!base_read->kvs.empty()) {
+    int64_t base = 0;
+    try {
+      base = std::stoll(base_read->kvs.front().value);
+    } catch (const std::exception&) {
+      return Error{ErrorCode::kInternal, "replication: log-base holds " + base_read->kvs.front().value};
+    }
+    if (after < base)
+      return Error{ErrorCode::kNotFound, "replication: the log is trimmed up to entry " + std::to_string(base) +
+                                             ", this database holds " + std::to_string(after) +
+                                             ": it needs a snapshot"};
+  }
   LogEntry building;
   int building_parts = 0;
   while (out.size() < max_entries) {
@@ -109,13 +142,8 @@ Result<std::vector<LogEntry>> LogReader::read(int64_t after, size_t max_entries)
     for (auto& kv : page->kvs) {
       auto k = parse_part_key(options_.prefix, kv.key);
       if (!k) return Error{ErrorCode::kInternal, "replication: a key in the log that is not an entry's: " + kv.key};
-      if (k->seq != next) {
-        // Parts of `next` without their last are what a deposed leader left: nothing complete past them yet.
-        if (k->seq > next && building_parts == 0 && out.empty() && next == after + 1)
-          return Error{ErrorCode::kNotFound, "replication: the log no longer holds entry " + std::to_string(next) +
-                                                 " (trimmed): this database needs a snapshot"};
-        return out;
-      }
+      // A gap (parts of `next` without their last, which a deposed leader left): nothing complete past it.
+      if (k->seq != next) return out;
       if (k->part != building_parts) return out;  // a part missing: not complete (an unfinished write)
       if (building_parts == 0) building = LogEntry{k->seq, {}};
       building.changeset += kv.value;
@@ -134,9 +162,97 @@ Result<std::vector<LogEntry>> LogReader::read(int64_t after, size_t max_entries)
   return out;
 }
 
+int64_t trim_floor(int64_t head, const std::vector<std::string>& live, const std::string& self,
+                   const std::vector<std::pair<std::string, int64_t>>& applied, const TrimOptions& options) {
+  int64_t floor = head - options.keep;
+  for (const auto& name : live) {
+    if (name == self) continue;
+    int64_t theirs = 0;
+    for (const auto& [n, seq] : applied)
+      if (n == name) theirs = seq;
+    floor = std::min(floor, theirs);
+  }
+  return std::max({floor, head - options.keep_max, int64_t{0}});
+}
+
+LogTrimmer::LogTrimmer(LogOptions options, int64_t epoch, std::string self, std::function<int64_t()> head,
+                       TrimOptions trim)
+    : options_(std::move(options)),
+      epoch_(epoch),
+      self_(std::move(self)),
+      head_(std::move(head)),
+      trim_(trim),
+      etcd_(client_of(options_)) {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, trim_.every, [this] { return stopping_; })) {
+      lock.unlock();
+      if (auto r = trim_once(); !r) spdlog::warn("ha: trimming the replicated log: {}", r.error().message);
+      lock.lock();
+    }
+  });
+}
+
+LogTrimmer::~LogTrimmer() { stop(); }
+
+void LogTrimmer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<int64_t> LogTrimmer::trim_once() {
+  auto members = etcd_->list(options_.prefix + "/members/");
+  if (!members) return members.error();
+  auto published = etcd_->list(options_.prefix + "/applied/");
+  if (!published) return published.error();
+  std::vector<std::string> live;
+  const std::string members_prefix = options_.prefix + "/members/";
+  for (const auto& kv : *members) live.push_back(kv.key.substr(members_prefix.size()));
+  std::vector<std::pair<std::string, int64_t>> applied;
+  const std::string applied_prefix = options_.prefix + "/applied/";
+  for (const auto& kv : *published) {
+    try {
+      applied.emplace_back(kv.key.substr(applied_prefix.size()), std::stoll(kv.value));
+    } catch (const std::exception&) {
+      // not a number: counts as nothing applied
+    }
+  }
+  auto base = log_base(*etcd_, options_.prefix);
+  if (!base) return base.error();
+  const int64_t floor = trim_floor(head_(), live, self_, applied, trim_);
+  if (floor <= *base) return *base;
+  auto done = etcd_->guarded_put_delete(options_.prefix + "/leader", epoch_, options_.prefix + "/log-base",
+                                        std::to_string(floor), entry_start(options_.prefix, 1),
+                                        entry_start(options_.prefix, floor + 1));
+  if (!done) return done.error();
+  if (!*done) return Error{ErrorCode::kConflict, "replication: the term of epoch " + std::to_string(epoch_) + " is over"};
+  spdlog::info("ha: replicated log trimmed up to entry {} (head {})", floor, head_());
+  // etcd keeps every revision of every key until compacted: the deleted entries' space comes back only then.
+  if (auto now = etcd_->range(options_.prefix + "/log-base", options_.prefix + "/log-base0", 1); now) {
+    if (auto s = etcd_->compact(now->revision); !s) spdlog::warn("ha: etcd compaction: {}", s.error().message);
+  }
+  for (const auto& endpoint : options_.endpoints) {
+    EtcdClient member({endpoint}, options_.timeout * 10);  // a defragmentation takes its time
+    auto st = member.status();
+    if (!st || st->db_size - st->db_size_in_use < trim_.defrag_slack_bytes) continue;
+    spdlog::info("ha: defragmenting etcd member {} ({} bytes, {} in use)", endpoint, st->db_size, st->db_size_in_use);
+    if (auto s = member.defragment(); !s) spdlog::warn("ha: defragmenting {}: {}", endpoint, s.error().message);
+  }
+  return floor;
+}
+
 LogFollower::LogFollower(LogOptions options, std::string name, int64_t applied, Apply apply,
-                         std::chrono::milliseconds poll)
-    : options_(std::move(options)), name_(std::move(name)), apply_(std::move(apply)), poll_(poll), applied_(applied) {
+                         std::chrono::milliseconds poll, std::function<void(const Error&)> failed)
+    : options_(std::move(options)),
+      name_(std::move(name)),
+      apply_(std::move(apply)),
+      poll_(poll),
+      failed_(std::move(failed)),
+      applied_(applied) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -179,8 +295,11 @@ void LogFollower::run() {
     auto n = step(reader);
     if (!n && n.error().code != ErrorCode::kUnavailable) {
       spdlog::critical("ha: following the replicated log stopped at entry {}: {}", applied_.load(), n.error().message);
-      std::lock_guard<std::mutex> lock(mutex_);
-      failure_ = n.error().message;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure_ = n.error().message;
+      }
+      if (failed_) failed_(n.error());
       return;
     }
     if (!n) spdlog::warn("ha: reading the replicated log: {}", n.error().message);
@@ -206,6 +325,45 @@ Status LogFollower::catch_up() {
   auto etcd = client_of(options_);
   publish(*etcd);
   return ok();
+}
+
+Result<std::string> snapshot_key(const LogOptions& options) {
+  EtcdClient etcd(options.endpoints, options.timeout);
+  const std::string key = options.prefix + "/snapshot-key";
+  std::string fresh(32, '\0');
+  std::random_device rd;
+  for (auto& c : fresh) c = static_cast<char>(rd() & 0xff);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : fresh) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  auto r = etcd.create(key, hex, 0);
+  if (!r) return r.error();
+  if (r->created) return hex;
+  if (!r->holder) return Error{ErrorCode::kUnavailable, "replication: " + key + " neither created nor found"};
+  return r->holder->value;
+}
+
+Result<std::string> fetch_snapshot(const LogOptions& options, const std::string& self, const std::string& key) {
+  EtcdClient etcd(options.endpoints, options.timeout);
+  auto members = etcd.list(options.prefix + "/members/");
+  if (!members) return members.error();
+  std::string why = "no other controller is registered";
+  for (const auto& kv : *members) {
+    auto j = nlohmann::json::parse(kv.value, nullptr, false);
+    if (!j.is_object() || j.value("name", "") == self || j.value("address", "").empty()) continue;
+    const std::string address = j.value("address", "");
+    auto parsed = net::parse_http_url(address);
+    if (!parsed) continue;
+    net::HttpClient client(address, *parsed, std::chrono::seconds(120));
+    auto reply = client.request("GET", "/api/v1/ha/snapshot", "", key);
+    if (reply && reply->status == 200) return std::move(reply->body);
+    why = j.value("name", "") + ": " +
+          (reply ? "HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 200) : reply.error().message);
+  }
+  return Error{ErrorCode::kUnavailable, "replication: no snapshot from another controller (" + why + ")"};
 }
 
 }  // namespace railyard::ha

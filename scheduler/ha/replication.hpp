@@ -9,8 +9,11 @@
 //                                                               kPartBytes (etcd refuses requests over
 //                                                               1.5 MiB); the last part is written last
 //   applied/<name>                                              the last entry that controller applied
+//   log-base                                                    entries up to this one are trimmed away
+//                                                               (absent: none)
 // A standby takes an entry once it has read all its parts; parts a deposed leader left without their last
-// are deleted by the next leader before it writes (clear_after).
+// are deleted by the next leader before it writes (clear_after). The leader trims the log (LogTrimmer): a
+// controller whose database is older than log-base rebuilds from another controller's snapshot.
 //
 // Thread safety: none; a LogWriter or LogReader per thread (each has its own etcd client).
 #pragma once
@@ -69,6 +72,25 @@ class LogWriter {
   std::unique_ptr<EtcdClient> etcd_;
 };
 
+// How much of the log the leader keeps (LogTrimmer).
+struct TrimOptions {
+  // Entries kept behind the leader's head even when every live controller has applied them: a controller
+  // that restarts within this many entries catches up from the log, without a snapshot.
+  int64_t keep = 20000;
+  // A live controller further behind than this loses its entries (and rebuilds from a snapshot): one
+  // stalled standby cannot fill etcd's quota.
+  int64_t keep_max = 80000;
+  std::chrono::milliseconds every{5000};
+  // etcd's database file is defragmented when it is this much larger than what it uses.
+  int64_t defrag_slack_bytes = int64_t{256} << 20;
+};
+
+// The entry up to which the log may be trimmed: the least of what the live controllers other than `self`
+// applied (`applied`: name -> entry; a live one that published nothing counts 0) and head - keep, but at
+// least head - keep_max.
+int64_t trim_floor(int64_t head, const std::vector<std::string>& live, const std::string& self,
+                   const std::vector<std::pair<std::string, int64_t>>& applied, const TrimOptions& options);
+
 class LogReader {
  public:
   explicit LogReader(LogOptions options);
@@ -86,14 +108,46 @@ class LogReader {
   std::unique_ptr<EtcdClient> etcd_;
 };
 
+// The leader's thread: every `every`, trims the log to trim_floor() (log-base and the delete in one
+// transaction under the term), compacts etcd's history to that revision, and defragments a member whose file
+// has grown defrag_slack_bytes past what it uses.
+class LogTrimmer {
+ public:
+  LogTrimmer(LogOptions options, int64_t epoch, std::string self, std::function<int64_t()> head, TrimOptions trim);
+  ~LogTrimmer();
+  LogTrimmer(const LogTrimmer&) = delete;
+  LogTrimmer& operator=(const LogTrimmer&) = delete;
+
+  // One round, on the caller's thread (the thread runs one per `every`): the log's base after it.
+  Result<int64_t> trim_once();
+  void stop();
+
+ private:
+  LogOptions options_;
+  int64_t epoch_;
+  std::string self_;
+  std::function<int64_t()> head_;
+  TrimOptions trim_;
+  std::unique_ptr<EtcdClient> etcd_;  // used by trim_once() on one thread at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// The log's base (log-base): entries up to it may be gone.
+Result<int64_t> log_base(EtcdClient& etcd, const std::string& prefix);
+
 // A standby's thread: reads the log from `applied` on and hands each run of entries to `apply` (which
 // stores them), every `poll` while there is nothing new; publishes the last applied entry under
 // applied/<name>. A failed apply stops it (logged; applied() stays where it was).
 class LogFollower {
  public:
   using Apply = std::function<Status(std::span<const LogEntry>)>;
+  // `failed` hears of the error that stopped it (on its thread).
   LogFollower(LogOptions options, std::string name, int64_t applied, Apply apply,
-              std::chrono::milliseconds poll = std::chrono::milliseconds(50));
+              std::chrono::milliseconds poll = std::chrono::milliseconds(50),
+              std::function<void(const Error&)> failed = {});
   ~LogFollower();  // stop()
   LogFollower(const LogFollower&) = delete;
   LogFollower& operator=(const LogFollower&) = delete;
@@ -116,6 +170,7 @@ class LogFollower {
   std::string name_;
   Apply apply_;
   std::chrono::milliseconds poll_;
+  std::function<void(const Error&)> failed_;
   std::atomic<int64_t> applied_;
   int64_t published_ = -1;
   mutable std::mutex mutex_;
@@ -124,5 +179,13 @@ class LogFollower {
   std::string failure_;
   std::thread thread_;
 };
+
+// Snapshots, for a controller whose database is older than the log's base (or gone): a copy of another
+// controller's database, served by standbys at GET /api/v1/ha/snapshot to whoever shows the snapshot key.
+// The key is random, made by the first controller that asks and kept in etcd (<prefix>/snapshot-key): who
+// can read etcd can read the state anyway (the log holds it).
+Result<std::string> snapshot_key(const LogOptions& options);
+// A snapshot from the first registered controller other than `self` that serves one: the database file.
+Result<std::string> fetch_snapshot(const LogOptions& options, const std::string& self, const std::string& key);
 
 }  // namespace railyard::ha

@@ -187,4 +187,24 @@ Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entri
   }
 }
 
+Status SqliteStateStore::snapshot_to(const std::string& db, const std::string& out) {
+  sqlite3* conn = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    std::string why = conn ? sqlite3_errmsg(conn) : "out of memory";
+    sqlite3_close(conn);
+    return Error{ErrorCode::kUnavailable, db + ": " + why};
+  }
+  try {
+    sqlite3_busy_timeout(conn, 5000);
+    std::error_code ec;
+    std::filesystem::remove(out, ec);
+    sql::Stmt(conn, "VACUUM INTO ?").bind(1, out).run();  // one read transaction: a consistent copy
+    sqlite3_close(conn);
+    return ok();
+  } catch (const std::exception& e) {
+    sqlite3_close(conn);
+    return internal_error(std::string("snapshot of ") + db + ": " + e.what());
+  }
+}
+
 }  // namespace railyard::store

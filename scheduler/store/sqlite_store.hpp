@@ -87,6 +87,9 @@ class SqliteStateStore final : public StateStore {
   // A standby's side: applies `entries` in one transaction; the first must follow replicated_seq(). Any
   // conflict (a row that is not as the entry expects) refuses them all: kConflict, nothing applied.
   Status apply_replicated(std::span<const ReplicatedEntry> entries);
+  // A consistent copy of the database at `db` written to `out` (a file of its own, not in WAL mode), read
+  // through a connection of its own while others write: what a standby serves to a controller rebuilding.
+  static Status snapshot_to(const std::string& db, const std::string& out);
 
  private:
   struct Statements;  // the commit path's statements, prepared once

@@ -109,14 +109,12 @@ check_idempotent() {
   IDEM=$(echo "${a% *}" | jq .id)
 }
 
-failover() {
-  start_pair
-  check_standby
-  check_idempotent
-  local n=${HA_SUBMITS:-60}
+# start_storm N: N `railyard submit` calls one after another in the background (RAILYARD_URL lists every
+# scheduler, the CLI retries as a user's would); each acknowledged id, or FAIL, is a line of $HA_DIR/acked.
+start_storm() {
   : >"$HA_DIR/acked"
   (
-    for _ in $(seq "$n"); do
+    for _ in $(seq "$1"); do
       if id=$(RAILYARD_URL=$HA_URLS "$RAILYARD_CLI" submit --gpus 1 --time 1m --name storm -- true 2>>"$HA_DIR/storm.err"); then
         echo "$id" >>"$HA_DIR/acked"
       else
@@ -124,8 +122,34 @@ failover() {
       fi
     done
   ) &
-  local storm=$!
-  while [ "$(wc -l <"$HA_DIR/acked")" -lt $((n / 3)) ]; do sleep 0.05; done
+  STORM=$!
+}
+
+# wait_acked N: until N submits of the storm have answered.
+wait_acked() { while [ "$(wc -l <"$HA_DIR/acked")" -lt "$1" ]; do sleep 0.05; done; }
+
+# check_acked URL N EXTRA...: the storm ended with N acknowledged and none failed, and the scheduler at URL
+# holds exactly those jobs and the EXTRA ids, each once.
+check_acked() {
+  local url=$1 n=$2
+  shift 2
+  wait "$STORM"
+  grep -q FAIL "$HA_DIR/acked" && ha_fail "submits failed: $(grep -c FAIL "$HA_DIR/acked"); $(tail -3 "$HA_DIR/storm.err")"
+  sort -n "$HA_DIR/acked" >"$HA_DIR/acked.sorted"
+  [ "$(uniq "$HA_DIR/acked.sorted" | wc -l)" = "$n" ] || ha_fail "duplicate ids acknowledged"
+  all_job_ids "$url" | sort -n >"$HA_DIR/stored"
+  printf '%s\n' "$@" | cat - "$HA_DIR/acked.sorted" | sort -n >"$HA_DIR/expected"
+  diff "$HA_DIR/expected" "$HA_DIR/stored" >"$HA_DIR/diff" ||
+    ha_fail "jobs at $url differ from those acknowledged (< acknowledged, > stored): $(head -5 "$HA_DIR/diff")"
+}
+
+failover() {
+  start_pair
+  check_standby
+  check_idempotent
+  local n=${HA_SUBMITS:-60}
+  start_storm "$n"
+  wait_acked $((n / 3))
   local t0 t1 r
   t0=$(ha_now_ms)
   kill -KILL "${HA_PID[s1]}"
@@ -140,16 +164,9 @@ failover() {
   t1=$(ha_now_ms)
   PROBE=$(echo "${r% *}" | jq .id)
   echo "takeover_ms $((t1 - t0))" | tee "$HA_DIR/takeover" >&2
-  wait "$storm"
-  grep -q FAIL "$HA_DIR/acked" && ha_fail "submits failed: $(grep -c FAIL "$HA_DIR/acked"); $(tail -3 "$HA_DIR/storm.err")"
   local s2; s2=$(ha_url s2)
   # Every acknowledged id is a job on the new leader, each once, and there is no other job.
-  sort -n "$HA_DIR/acked" >"$HA_DIR/acked.sorted"
-  [ "$(uniq "$HA_DIR/acked.sorted" | wc -l)" = "$n" ] || ha_fail "duplicate ids acknowledged"
-  all_job_ids "$s2" | sort -n >"$HA_DIR/stored"
-  printf '%s\n' "$LONG" "$IDEM" "$PROBE" | cat - "$HA_DIR/acked.sorted" | sort -n >"$HA_DIR/expected"
-  diff "$HA_DIR/expected" "$HA_DIR/stored" >"$HA_DIR/diff" ||
-    ha_fail "jobs on the new leader differ from those acknowledged (< acknowledged, > stored): $(head -5 "$HA_DIR/diff")"
+  check_acked "$s2" "$n" "$LONG" "$IDEM" "$PROBE"
   # The running job was not killed: still RUNNING, first attempt, same processes, once the agent is back.
   ha_wait_agent_epoch "$s2" 30
   ha_wait_nodes_up "$s2" 2 30
@@ -225,9 +242,119 @@ etcd_restart() {
   ha_log "PASS etcd_restart: $leader leads, nothing lost, job $LONG kept running"
 }
 
+# Replicated state only. The log is trimmed to 5 entries (--ha-log-keep 5) with three schedulers; the leader
+# is killed and its state directory deleted; by the time it restarts the log no longer holds what it needs, so
+# it rebuilds from a standby's snapshot and then follows the log: its database holds every job the leader has.
+rebuild() {
+  [ "$HA_STATE" = etcd ] || ha_fail "rebuild needs HA_STATE=etcd"
+  HA_SCHED_ARGS="--ha-log-keep 5"
+  start_pair
+  ha_start_sched s3
+  HA_URLS="$HA_URLS,$(ha_url s3)"
+  local i r
+  for i in $(seq 20); do r=$(ha_submit "$(ha_url s1)" "$SHORT_SPEC"); [ "${r##* }" = 201 ] || ha_fail "submit: $r"; done
+  kill -KILL "${HA_PID[s1]}"
+  wait "${HA_PID[s1]}" 2>/dev/null || true
+  rm -rf "$HA_DIR/s1"
+  local leader; leader=$(ha_wait_leader 20 s2 s3)
+  for i in $(seq 20); do r=$(ha_submit "$(ha_url "$leader")" "$SHORT_SPEC"); [ "${r##* }" = 201 ] || ha_fail "submit: $r"; done
+  # The trimmer runs every 5 s: wait until it has trimmed past entry 1.
+  local until=$((SECONDS + 20)) base=0
+  while [ $SECONDS -lt $until ]; do
+    base=$(curl -s "${HA_ETCD_URLS%%,*}/v3/kv/range" -d "{\"key\":\"$(printf /railyard/log-base | base64)\"}" |
+      jq -r '.kvs[0].value // empty' | base64 -d 2>/dev/null || true)
+    [ -n "$base" ] && [ "$base" -gt 1 ] && break
+    sleep 0.5
+  done
+  [ -n "$base" ] && [ "$base" -gt 1 ] || ha_fail "the log was not trimmed within 20 s"
+  ha_start_sched s1
+  all_job_ids "$(ha_url "$leader")" | sort -n >"$HA_DIR/stored"
+  ha_wait_db_jobs s1 "$HA_DIR/stored" 30
+  grep -q "rebuilt from a snapshot" "$HA_DIR/s1.log" || ha_fail "s1 did not rebuild from a snapshot: $(grep 'ha:' "$HA_DIR/s1.log" | tail -5)"
+  ha_log "PASS rebuild: the log trimmed up to entry $base; s1 rebuilt from a snapshot and holds $(wc -l <"$HA_DIR/stored") jobs"
+}
+
+# Three etcd members; the first (every client's first endpoint) is killed with SIGKILL during a storm of CLI
+# submits: every submit is acknowledged (at most retried), none lost or doubled, and the standby's database
+# holds the same jobs.
+etcd_member_kill() {
+  HA_ETCD_MEMBERS=3
+  start_pair
+  local n=${HA_SUBMITS:-60}
+  start_storm "$n"
+  wait_acked $((n / 3))
+  kill -KILL "${HA_PID[etcd1]}"
+  wait "${HA_PID[etcd1]}" 2>/dev/null || true
+  ha_log "killed etcd member 1 (SIGKILL) after $(wc -l <"$HA_DIR/acked") submits"
+  local leader; leader=$(ha_wait_leader 20 s1 s2)
+  check_acked "$(ha_url "$leader")" "$n" "$LONG"
+  local standby=s2; [ "$leader" = s2 ] && standby=s1
+  ha_wait_db_jobs "$standby" "$HA_DIR/stored" 30
+  ha_log "PASS etcd_member_kill: $n submits acknowledged, 0 lost, 0 duplicated; $leader leads, $standby holds the same jobs"
+}
+
+# Three etcd members, two stopped (SIGSTOP): no quorum. A write is not acknowledged (503, or the leader is
+# gone: it stops before its lease can expire); after the members continue, a leader takes writes again and
+# every acknowledged job is there.
+quorum_loss() {
+  HA_ETCD_MEMBERS=3
+  start_pair
+  check_idempotent
+  kill -STOP "${HA_PID[etcd2]}" "${HA_PID[etcd3]}"
+  ha_log "etcd members 2 and 3 stopped (SIGSTOP)"
+  local r status=0
+  r=$(ha_submit "$(ha_url s1)" "$SHORT_SPEC" during-loss)
+  [ "${r##* }" != 201 ] || ha_fail "a submit was acknowledged without an etcd quorum: $r"
+  case "${r##* }" in
+    503) echo "${r% *}" | grep -q . || ha_fail "503 without a reason" ;;
+  esac
+  wait "${HA_PID[s1]}" || status=$?
+  [ "$status" = 75 ] || ha_fail "s1 exited with $status without a quorum, expected 75"
+  ha_log "without a quorum: the submit got '${r##* }', s1 stopped (75)"
+  kill -CONT "${HA_PID[etcd2]}" "${HA_PID[etcd3]}"
+  ha_start_sched s1  # as its supervisor would
+  local leader; leader=$(ha_wait_leader 30 s1 s2)
+  until r=$(ha_submit "$(ha_url "$leader")" "$SHORT_SPEC" after-loss); [ "${r##* }" = 201 ]; do sleep 0.2; done
+  local after; after=$(echo "${r% *}" | jq .id)
+  all_job_ids "$(ha_url "$leader")" | sort -n >"$HA_DIR/stored"
+  printf '%s\n' "$LONG" "$IDEM" "$after" | sort -n >"$HA_DIR/expected"
+  # The submit made during the loss may or may not have been taken (it was never acknowledged): allowed once.
+  grep -vxF -f "$HA_DIR/expected" "$HA_DIR/stored" >"$HA_DIR/extra" || true
+  [ "$(wc -l <"$HA_DIR/extra")" -le 1 ] || ha_fail "jobs nobody submitted: $(cat "$HA_DIR/extra")"
+  grep -vxF -f "$HA_DIR/stored" "$HA_DIR/expected" >"$HA_DIR/lost" || true
+  [ ! -s "$HA_DIR/lost" ] || ha_fail "acknowledged jobs lost: $(cat "$HA_DIR/lost")"
+  ha_log "PASS quorum_loss: no write acknowledged without a quorum, $leader leads after, nothing lost"
+}
+
+# The leader is paused (SIGSTOP) past its lease; s2 takes over and takes submits; the old leader continues
+# (SIGCONT): it cannot append under its old term, ends (75), and, restarted, follows the log without a
+# conflict (its database never held a write the log does not).
+deposed() {
+  start_pair
+  kill -STOP "${HA_PID[s1]}"
+  ha_log "s1 paused (SIGSTOP)"
+  [ "$(ha_wait_leader 20 s2)" = s2 ] || ha_fail "s2 did not lead"
+  local r i
+  for i in $(seq 5); do r=$(ha_submit "$(ha_url s2)" "$SHORT_SPEC"); [ "${r##* }" = 201 ] || ha_fail "submit: $r"; done
+  local status=0
+  kill -CONT "${HA_PID[s1]}"
+  wait "${HA_PID[s1]}" || status=$?
+  [ "$status" = 75 ] || ha_fail "the deposed s1 exited with $status, expected 75"
+  ha_start_sched s1
+  all_job_ids "$(ha_url s2)" | sort -n >"$HA_DIR/stored"
+  ha_wait_db_jobs s1 "$HA_DIR/stored" 30
+  curl -sf "$(ha_url s1)/api/v1/leader" | jq -e '.self.following == null' >/dev/null ||
+    ha_fail "s1 does not follow the log: $(curl -sf "$(ha_url s1)/api/v1/leader")"
+  ha_log "PASS deposed: s1 woke under an old term, ended (75), and follows s2's log"
+}
+
 case "${1:-}" in
   failover) failover ;;
+  rebuild) rebuild ;;
+  etcd_member_kill) etcd_member_kill ;;
+  quorum_loss) quorum_loss ;;
+  deposed) deposed ;;
   cutoff) cutoff ;;
   etcd_restart) etcd_restart ;;
-  *) echo "usage: $0 failover|cutoff|etcd_restart" >&2; exit 2 ;;
+  *) echo "usage: $0 failover|cutoff|etcd_restart|rebuild|etcd_member_kill|quorum_loss|deposed" >&2; exit 2 ;;
 esac

@@ -193,7 +193,6 @@ ha_wait_agent_epoch() {
   ha_fail "the agent did not register with the leader at $1 (epoch $want) within $2 s; it has $(cat "$HA_DIR/agent/epoch" 2>/dev/null)"
 }
 
-# Wall-clock milliseconds.
 # ha_wait_db_jobs NAME FILE SECONDS: waits until scheduler NAME's own database holds exactly the job ids in
 # FILE (sorted), as a standby following the replicated log does once it has caught up.
 ha_wait_db_jobs() {
@@ -206,4 +205,5 @@ ha_wait_db_jobs() {
   ha_fail "$name's database does not hold the leader's jobs within $3 s: $(diff "$file" "$HA_DIR/$name.jobs" | head -5)"
 }
 
+# Wall-clock milliseconds.
 ha_now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
