@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Controller high availability (issue 30): takeover time and the cost of HA on the submit path.
+# Controller high availability (issues 30, 46): the cost of HA on the submit path and the takeover time.
 #
-#   bench/ha_takeover.sh [BUILD_DIR] [KILLS] [SECONDS]     (default build/release, 10 kills, 10 s per load run)
+#   bench/ha_takeover.sh [BUILD_DIR] [KILLS] [SECONDS] [JOBS]
+#       (default build/release, 10 kills, 10 s per load run, 100000 jobs in the state for the takeovers)
 #
-# Takeover: 3 etcd members, 3 schedulers (--ha-ttl $HA_TTL, default 5) sharing one database, an agent with 2
-# emulated nodes; KILLS times: SIGKILL the leader, then POST a job to the other two every 50 ms until one
-# answers 201 (an idempotency key per round, so a retried probe is one job): the time from the kill to that
-# 201 (wall clock). The killed scheduler is restarted as a standby before the next round. Prints every
-# time, the median and the max.
-# Submit cost: daemon_load, 1 and 8 keep-alive clients, one job per request, against a scheduler without HA
-# and against the HA leader (its submits carry idempotency keys, as the CLI's do; RAILYARD_LOAD_KEYS=1), each on
-# a fresh database of the same 2-node cluster.
+# Submit cost, side by side in one run: daemon_load with 1, 8 and 64 keep-alive clients, one job per request,
+# each with its own idempotency key (as the CLI sends them), against (a) one scheduler without HA, (b) the HA
+# leader with the state replicated through 3 etcd members (two standbys following), (c) the HA leader on a
+# shared database (--ha-state shared); each on a fresh database of the same 2-node cluster. Prints submits/s
+# and the p50/p99 of a submit's answer.
+# Takeover: 3 etcd members, 3 schedulers with replicated state (--ha-ttl $HA_TTL, default 5), JOBS pending jobs
+# in the state (POST /jobs:batch of 1,000), an agent with 2 emulated nodes; KILLS times: SIGKILL the leader,
+# then POST a job to the other two every 50 ms until one answers 201 (an idempotency key per round): the time
+# from the kill to that 201. The killed scheduler is restarted as a standby before the next round.
 set -euo pipefail
 BUILD=$(cd "${1:-build/release}" && pwd)
 KILLS=${2:-10}
 SECS=${3:-10}
+JOBS=${4:-100000}
 export RAILYARD_SCHEDULER=$BUILD/scheduler/railyard-scheduler RAILYARD_AGENT=$BUILD/agent/railyard-agent \
   RAILYARD_CLI=$BUILD/cli/railyard
 LOAD=$BUILD/tests/daemon_load
@@ -22,20 +25,79 @@ export HA_TTL=${HA_TTL:-5}
 source "$(dirname "$0")/../tests/ha/lib.sh"
 trap ha_cleanup EXIT
 ha_require
+[ -x "$LOAD" ] || ha_fail "$LOAD is not built (cmake --build --preset release --target daemon_load)"
 
 ha_start_etcd 3
 ha_setup_cluster
-for s in s1 s2 s3; do ha_start_sched $s; done
+
+stop_sched() { kill -TERM "${HA_PID[$1]}" 2>/dev/null || true; wait "${HA_PID[$1]}" 2>/dev/null || true; unset "HA_PID[$1]"; }
+load() {  # load PORT TOKEN LABEL
+  for clients in 1 8 64; do
+    printf '%-24s %2d client(s): ' "$3" "$clients"
+    RAILYARD_LOAD_KEYS=1 "$LOAD" "$1" "$2" "$clients" "$SECS" single | head -1 |
+      sed -E 's/.* requests_per_s=([0-9]+).*submit_ms_p50=([0-9.]+) p99=([0-9.]+).*/\1 submits\/s, answer p50 \2 ms, p99 \3 ms/'
+  done
+}
+
+echo "== submit cost ($(date -u +%FT%TZ), $(nproc) cores)"
+mkdir -p "$HA_DIR/plain"
+token=$("$RAILYARD_SCHEDULER" token create --db "$HA_DIR/plain/railyard.db" --user bench --role admin 2>/dev/null | tail -1)
+port=$(ha_free_port)
+"$RAILYARD_SCHEDULER" --listen "127.0.0.1:$port" --db "$HA_DIR/plain/railyard.db" --cluster "$HA_DIR/cluster.json" \
+  --web-root none >"$HA_DIR/plain.log" 2>&1 &
+HA_PID[sched-plain]=$!
+until grep -q "listening on" "$HA_DIR/plain.log"; do sleep 0.1; done
+load "$port" "$token" "single controller"
+stop_sched sched-plain
+
+for mode in etcd shared; do
+  HA_STATE=$mode
+  rm -rf "$HA_DIR"/s1 "$HA_DIR"/s2 "$HA_DIR"/s3 "$HA_DIR"/railyard.db*
+  mkdir -p "$(dirname "$(ha_db s1)")"
+  "$RAILYARD_SCHEDULER" token create --db "$(ha_db s1)" --user bench --role admin 2>/dev/null | tail -1 >"$HA_DIR/token"
+  # A fresh log for each mode: etcd's keys of the last one go.
+  ETCDCTL_API=3 etcdctl --endpoints "$HA_ETCD_URLS" del --prefix /railyard/ >/dev/null
+  ha_start_sched s1
+  ha_wait_leader 30 s1 >/dev/null
+  ha_start_sched s2
+  ha_start_sched s3
+  sleep 1
+  load "${HA_PORT[s1]}" "$(cat "$HA_DIR/token")" "HA leader, state $mode"
+  for s in s1 s2 s3; do stop_sched "$s"; done
+done
+
+echo "== takeover with $JOBS jobs in the replicated state (TTL $HA_TTL s)"
+HA_STATE=etcd
+rm -rf "$HA_DIR"/s1 "$HA_DIR"/s2 "$HA_DIR"/s3
+ETCDCTL_API=3 etcdctl --endpoints "$HA_ETCD_URLS" del --prefix /railyard/ >/dev/null
+mkdir -p "$HA_DIR/s1"
+HA_TOKEN=$("$RAILYARD_SCHEDULER" token create --db "$(ha_db s1)" --user admin --role admin 2>/dev/null | tail -1)
+export RAILYARD_TOKEN=$HA_TOKEN
+ha_start_sched s1
+ha_wait_leader 30 s1 >/dev/null
+ha_start_sched s2
+ha_start_sched s3
 HA_URLS="$(ha_url s1),$(ha_url s2),$(ha_url s3)"
 ha_start_agent
-leader=$(ha_wait_leader 30 s1 s2 s3)
-ha_wait_nodes_up "$(ha_url "$leader")" 2 60
+ha_wait_nodes_up "$(ha_url s1)" 2 60
+batch='{"jobs": ['$(for i in $(seq 1000); do printf '%s{"name":"state","gpus":1,"command":["true"],"time_limit":600}' "$([ "$i" = 1 ] || echo ,)"; done)']}'
+for _ in $(seq $((JOBS / 1000))); do
+  curl -sf -o /dev/null -H "Authorization: Bearer $HA_TOKEN" -d "$batch" "$(ha_url s1)/api/v1/jobs:batch" || ha_fail "batch submit"
+done
+echo "state: $(curl -sf "$(ha_url s1)/metrics" | awk '/^railyard_jobs\{/ {n += $2} END {print n}') jobs"
 SPEC='{"name":"probe","gpus":1,"command":["true"],"time_limit":60}'
 times=()
 for round in $(seq "$KILLS"); do
-  leader=$(ha_wait_leader 30 s1 s2 s3)
+  leader=$(ha_wait_leader 60 s1 s2 s3)
   others=()
   for s in s1 s2 s3; do [ "$s" = "$leader" ] || others+=("$s"); done
+  # The standbys caught up (cluster status's lag 0) before the kill.
+  for _ in $(seq 100); do
+    lag=$(RAILYARD_URL=$HA_URLS "$RAILYARD_CLI" cluster status --json |
+      jq '[.schedulers[].answer.self | select(.applied != null) | .applied] | max - min')
+    [ "$lag" = 0 ] && break
+    sleep 0.2
+  done
   sleep 1  # let the standbys see the leader's key
   t0=$(ha_now_ms)
   kill -KILL "${HA_PID[$leader]}"
@@ -56,40 +118,4 @@ done
 sorted=$(printf '%s\n' "${times[@]}" | sort -n)
 n=${#times[@]}
 median=$(echo "$sorted" | awk -v n="$n" '{a[NR]=$1} END {print (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2}')
-echo "takeover (ms, TTL $HA_TTL s, $n kills): median $median, max $(echo "$sorted" | tail -1), all: $(echo $sorted)"
-
-# Submit cost with and without HA.
-ha_cleanup_keep_etcd() {
-  for s in s1 s2 s3 agent; do
-    kill -TERM "${HA_PID[$s]}" 2>/dev/null || true
-    wait "${HA_PID[$s]}" 2>/dev/null || true
-    unset "HA_PID[$s]"
-  done
-}
-ha_cleanup_keep_etcd
-load() {  # load PORT LABEL [env]
-  for clients in 1 8; do
-    printf '%-28s %2d client(s): ' "$2" "$clients"
-    env ${3:-} "$LOAD" "$1" "$HA_TOKEN" "$clients" "$SECS" single | head -1
-  done
-}
-if [ ! -x "$LOAD" ]; then
-  echo "submit cost: skipped, $LOAD is not built (cmake --build --preset release --target daemon_load)"
-  exit 0
-fi
-rm -f "$HA_DIR"/railyard.db*
-HA_TOKEN=$("$RAILYARD_SCHEDULER" token create --db "$HA_DIR/railyard.db" --user bench --role admin 2>/dev/null | tail -1)
-port=$(ha_free_port)
-"$RAILYARD_SCHEDULER" --listen "127.0.0.1:$port" --db "$HA_DIR/railyard.db" --cluster "$HA_DIR/cluster.json" \
-  --web-root none >"$HA_DIR/plain.log" 2>&1 &
-HA_PID[sched-plain]=$!
-until grep -q "listening on" "$HA_DIR/plain.log"; do sleep 0.1; done
-load "$port" "without HA"
-load "$port" "without HA (keys)" RAILYARD_LOAD_KEYS=1
-kill -TERM "${HA_PID[sched-plain]}"; wait "${HA_PID[sched-plain]}" 2>/dev/null || true; unset "HA_PID[sched-plain]"
-rm -f "$HA_DIR"/railyard.db*
-HA_TOKEN=$("$RAILYARD_SCHEDULER" token create --db "$HA_DIR/railyard.db" --user bench --role admin 2>/dev/null | tail -1)
-ha_start_sched s1
-ha_wait_leader 30 s1 >/dev/null
-load "${HA_PORT[s1]}" "HA leader (keys)" RAILYARD_LOAD_KEYS=1
-load "${HA_PORT[s1]}" "HA leader (no keys)"
+echo "takeover (ms, TTL $HA_TTL s, $n kills, $JOBS jobs): median $median, max $(echo "$sorted" | tail -1), all: $(echo $sorted)"

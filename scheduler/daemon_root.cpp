@@ -192,6 +192,7 @@ Daemon::Step Daemon::elect() {
   if (listen_.port == 0) return Failed{"--ha-etcd needs a fixed --listen port (clients and agents list it)", 2};
   ha::ElectorOptions eo;
   eo.endpoints = ha::split_endpoints(config_.ha_etcd);
+  eo.ca_file = config_.ha_etcd_ca;
   eo.name = config_.ha_name.empty() ? listen_.host + ":" + std::to_string(listen_.port) : config_.ha_name;
   eo.address = !config_.ha_advertise.empty()
                    ? config_.ha_advertise
@@ -262,7 +263,7 @@ Daemon::Step Daemon::elect() {
 Daemon::Step Daemon::rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>& own, const std::string& name) {
   auto applied = own->replicated_seq();
   if (!applied) return Failed{applied.error().message, 1};
-  ha::EtcdClient etcd(log_options().endpoints, log_options().timeout);
+  ha::EtcdClient etcd(log_options().endpoints, log_options().timeout, config_.ha_etcd_ca);
   auto base = ha::log_base(etcd, log_options().prefix);
   if (!base) {
     spdlog::warn("ha: the log's base is not known yet ({}); following finds out", base.error().message);
@@ -302,6 +303,7 @@ Daemon::Step Daemon::rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>&
 ha::LogOptions Daemon::log_options() const {
   ha::LogOptions o;
   o.endpoints = ha::split_endpoints(config_.ha_etcd);
+  o.ca_file = config_.ha_etcd_ca;
   return o;
 }
 

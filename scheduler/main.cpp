@@ -8,7 +8,7 @@
 //                      [--tls-cert PEM --tls-key PEM] [--max-connections N] [--header-timeout S]
 //                      [--unix-socket PATH [--admin-group NAME]]
 //                      [--ha-etcd URL[,URL...] --ha-name NAME [--ha-advertise URL] [--ha-ttl S]
-//                       [--ha-state etcd|shared] [--ha-log-keep N]]
+//                       [--ha-state etcd|shared] [--ha-log-keep N] [--ha-etcd-ca PEM]]
 //   railyard-scheduler token create --db PATH --user U [--role user|admin] [--expires 90d|never]
 //   railyard-scheduler node-key issue|rotate --db PATH --node NAME... [--key-file F] [--grace S] [--force]
 //   railyard-scheduler routes        (the route table as JSON: method, path, role)
@@ -177,6 +177,8 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
                  "(a scheduler restarting within them catches up without a snapshot); a live one more than 4 "
                  "times this behind rebuilds from a snapshot. Default 20000")
       ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
+  app.add_option("--ha-etcd-ca", config.ha_etcd_ca,
+                 "PEM CA bundle that verifies https:// --ha-etcd endpoints (default: the system's trust store)");
 }
 
 // The config-file keys whose flags the command line gave: flags win over the file.
@@ -206,7 +208,14 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"unix_socket", "--unix-socket"},
                                                         {"unix_socket_mode", "--unix-socket-mode"},
                                                         {"admin_group", "--admin-group"},
-                                                        {"high_qos_users", "--high-qos-users"}};
+                                                        {"high_qos_users", "--high-qos-users"},
+                                                        {"ha_etcd", "--ha-etcd"},
+                                                        {"ha_name", "--ha-name"},
+                                                        {"ha_advertise", "--ha-advertise"},
+                                                        {"ha_ttl", "--ha-ttl"},
+                                                        {"ha_state", "--ha-state"},
+                                                        {"ha_log_keep", "--ha-log-keep"},
+                                                        {"ha_etcd_ca", "--ha-etcd-ca"}};
   for (const auto& [key, flag] : dashed)
     if (app.count(flag) > 0) given.insert(key);
   return given;

@@ -89,8 +89,9 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   const auto end = start + std::chrono::duration<double>(seconds);
   std::vector<std::thread> threads;
+  std::vector<std::vector<double>> submit_ms(static_cast<size_t>(clients));  // one-at-a-time mode: each answer
   for (int t = 0; t < clients; ++t)
-    threads.emplace_back([&] {
+    threads.emplace_back([&, t] {
       railyard::testing::HttpClient c(port);
       auto count = [&](const railyard::testing::HttpResult& r) {
         if (r.status != 201) return void(++errors);
@@ -101,9 +102,12 @@ int main(int argc, char** argv) {
         // RAILYARD_LOAD_KEYS=1: every submit carries an idempotency key, as the CLI's do (issue 30).
         static std::atomic<long> next_key{0};
         const bool keys = std::getenv("RAILYARD_LOAD_KEYS") != nullptr;
-        while (std::chrono::steady_clock::now() < end)
+        while (std::chrono::steady_clock::now() < end) {
+          const auto t0 = std::chrono::steady_clock::now();
           count(c.request("POST", keys ? target + "?idempotency_key=k" + std::to_string(next_key++) : target, body,
                           token));
+          submit_ms[static_cast<size_t>(t)].push_back(ms_since(t0));
+        }
         return;
       }
       int in_flight = 0;
@@ -138,11 +142,13 @@ int main(int argc, char** argv) {
                             : probe_ms[static_cast<size_t>(q * static_cast<double>(probe_ms.size() - 1))];
   };
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<double> answers;
+  for (const auto& v : submit_ms) answers.insert(answers.end(), v.begin(), v.end());
   std::printf(
       "mode=%s clients=%d pipeline=%d batch_size=%d requests=%ld jobs=%ld errors=%ld seconds=%.2f "
-      "requests_per_s=%.0f jobs_per_s=%.0f health_ms_p50=%.1f p99=%.1f max=%.1f\n",
+      "requests_per_s=%.0f jobs_per_s=%.0f health_ms_p50=%.1f p99=%.1f max=%.1f submit_ms_p50=%.2f p99=%.2f\n",
       batch ? "batch" : "single", clients, pipeline, batch ? batch_size : 1, requests.load(), jobs.load(),
       errors.load(), elapsed, requests / elapsed, jobs / elapsed, quantile(0.5), quantile(0.99),
-      quantile(1.0));
+      quantile(1.0), ::quantile(answers, 0.5), ::quantile(answers, 0.99));
   return errors > 0 ? 1 : 0;
 }

@@ -70,9 +70,12 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
   Status s = railyard::ok();
   if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
       key == "agent_secret_file" || key == "tls_cert" || key == "tls_key" || key == "unix_socket" ||
-      key == "admin_group" || key == "high_qos_users" || key == "unix_socket_mode") {
-    s = want(v.is_string() && (key != "unix_socket_mode" || parse_socket_mode(v.get<std::string>())),
+      key == "admin_group" || key == "high_qos_users" || key == "unix_socket_mode" || key == "ha_etcd" ||
+      key == "ha_name" || key == "ha_advertise" || key == "ha_etcd_ca" || key == "ha_state") {
+    const bool state_ok = key != "ha_state" || (v.is_string() && (v == "etcd" || v == "shared"));
+    s = want(v.is_string() && (key != "unix_socket_mode" || parse_socket_mode(v.get<std::string>())) && state_ok,
              key == "unix_socket_mode" ? "an octal mode string from \"0600\" to \"0777\", like \"0600\""
+             : key == "ha_state"       ? "\"etcd\" or \"shared\""
                                        : "a string");
     if (s && !is_given) {
       std::string& field = key == "listen"              ? c.listen
@@ -86,9 +89,21 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
                            : key == "admin_group"       ? c.admin_group
                            : key == "high_qos_users"    ? c.high_qos_users
                            : key == "unix_socket_mode"  ? c.unix_socket_mode
+                           : key == "ha_etcd"           ? c.ha_etcd
+                           : key == "ha_name"           ? c.ha_name
+                           : key == "ha_advertise"      ? c.ha_advertise
+                           : key == "ha_etcd_ca"        ? c.ha_etcd_ca
+                           : key == "ha_state"          ? c.ha_state
                                                         : c.preset;
       field = v.get<std::string>();
     }
+  } else if (key == "ha_ttl") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 2 && v.get<int64_t>() <= 60, "an integer 2..60 (seconds)");
+    if (s && !is_given) c.ha_ttl_s = v.get<int>();
+  } else if (key == "ha_log_keep") {
+    s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 100'000'000,
+             "an integer 1..100000000 (entries)");
+    if (s && !is_given) c.ha_log_keep = v.get<int64_t>();
   } else if (key == "sus") {
     s = want(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 10000,
              "an integer 1..10000");
@@ -153,7 +168,7 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
         "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, fairshare_half_life, tls_cert, tls_key, submit_durability, max_connections, "
         "header_timeout, max_connections_per_address, unix_socket, unix_socket_mode, admin_group, "
-        "high_qos_users)");
+        "high_qos_users, ha_etcd, ha_name, ha_advertise, ha_ttl, ha_state, ha_log_keep, ha_etcd_ca)");
   }
   return s;
 }

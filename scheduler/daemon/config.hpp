@@ -69,7 +69,7 @@ struct DaemonConfig {
   // Who may submit QoS high besides admins: "alice,bob", "*" = everyone, "" = admins only
   // (SubmitIntake::set_high_qos_users).
   std::string high_qos_users;
-  // High availability (issue 30; flags only): etcd client URLs, comma-separated ("" = no HA: today's single
+  // High availability (issue 30): etcd client URLs, comma-separated ("" = no HA: today's single
   // scheduler); this instance's name; the URL clients reach it at ("" = http(s)://<listen>); the lease TTL.
   std::string ha_etcd;
   std::string ha_name;
@@ -82,6 +82,8 @@ struct DaemonConfig {
   // that restarts within them catches up without a snapshot); one live scheduler lagging more than 4 times
   // this loses its entries and rebuilds from a snapshot (ha/replication.hpp, TrimOptions).
   int64_t ha_log_keep = 20000;
+  // A PEM CA bundle to verify https:// etcd endpoints by ("" = the system's trust store).
+  std::string ha_etcd_ca;
 };
 
 // "0600", "660", ... -> the mode: octal, at most 0777, read and write for the owner (the scheduler's user

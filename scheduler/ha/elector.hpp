@@ -37,6 +37,7 @@ class EtcdClient;
 
 struct ElectorOptions {
   std::vector<std::string> endpoints;  // etcd client URLs
+  std::string ca_file;                 // verifies https:// endpoints ("" = the system's trust store)
   std::string name;                    // this instance (--ha-name), unique in the cluster
   std::string address;                 // the URL clients reach this instance at (http://host:port)
   std::string prefix = "/railyard";    // keys: <prefix>/leader, <prefix>/members/<name>

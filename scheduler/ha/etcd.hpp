@@ -61,7 +61,8 @@ std::string base64_decode(const std::string& text);
 
 class EtcdClient {
  public:
-  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
+  // `ca_file`: verifies https:// endpoints ("" = the system's trust store).
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, std::string ca_file = "");
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
@@ -109,6 +110,7 @@ class EtcdClient {
 
   std::vector<std::string> endpoints_;
   std::chrono::milliseconds timeout_;
+  std::string ca_file_;
   size_t current_ = 0;
   std::vector<std::unique_ptr<net::HttpClient>> clients_;  // one per endpoint, made on first use
 };

@@ -47,7 +47,7 @@ std::optional<PartKey> parse_part_key(const std::string& prefix, const std::stri
 }
 
 std::unique_ptr<EtcdClient> client_of(const LogOptions& o) {
-  return std::make_unique<EtcdClient>(o.endpoints, o.timeout);
+  return std::make_unique<EtcdClient>(o.endpoints, o.timeout, o.ca_file);
 }
 
 }  // namespace
@@ -236,7 +236,7 @@ Result<int64_t> LogTrimmer::trim_once() {
     if (auto s = etcd_->compact(now->revision); !s) spdlog::warn("ha: etcd compaction: {}", s.error().message);
   }
   for (const auto& endpoint : options_.endpoints) {
-    EtcdClient member({endpoint}, options_.timeout * 10);  // a defragmentation takes its time
+    EtcdClient member({endpoint}, options_.timeout * 10, options_.ca_file);  // a defragmentation takes its time
     auto st = member.status();
     if (!st || st->db_size - st->db_size_in_use < trim_.defrag_slack_bytes) continue;
     spdlog::info("ha: defragmenting etcd member {} ({} bytes, {} in use)", endpoint, st->db_size, st->db_size_in_use);
@@ -328,7 +328,7 @@ Status LogFollower::catch_up() {
 }
 
 Result<std::string> snapshot_key(const LogOptions& options) {
-  EtcdClient etcd(options.endpoints, options.timeout);
+  EtcdClient etcd(options.endpoints, options.timeout, options.ca_file);
   const std::string key = options.prefix + "/snapshot-key";
   std::string fresh(32, '\0');
   std::random_device rd;
@@ -347,7 +347,7 @@ Result<std::string> snapshot_key(const LogOptions& options) {
 }
 
 Result<std::string> fetch_snapshot(const LogOptions& options, const std::string& self, const std::string& key) {
-  EtcdClient etcd(options.endpoints, options.timeout);
+  EtcdClient etcd(options.endpoints, options.timeout, options.ca_file);
   auto members = etcd.list(options.prefix + "/members/");
   if (!members) return members.error();
   std::string why = "no other controller is registered";
@@ -357,7 +357,8 @@ Result<std::string> fetch_snapshot(const LogOptions& options, const std::string&
     const std::string address = j.value("address", "");
     auto parsed = net::parse_http_url(address);
     if (!parsed) continue;
-    net::HttpClient client(address, *parsed, std::chrono::seconds(120));
+    // The other controller's address is a scheduler URL: verified like etcd's (one CA for the controllers).
+    net::HttpClient client(address, *parsed, std::chrono::seconds(120), options.ca_file);
     auto reply = client.request("GET", "/api/v1/ha/snapshot", "", key);
     if (reply && reply->status == 200) return std::move(reply->body);
     why = j.value("name", "") + ": " +

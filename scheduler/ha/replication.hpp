@@ -45,6 +45,7 @@ struct LogEntry {
 
 struct LogOptions {
   std::vector<std::string> endpoints;
+  std::string ca_file;  // verifies https:// endpoints ("" = the system's trust store)
   std::string prefix = "/railyard";
   std::chrono::milliseconds timeout{2000};  // one etcd request (each member tried once per call)
 };

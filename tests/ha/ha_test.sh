@@ -46,16 +46,7 @@ long_pids() {
   done | sort | tr '\n' ' '
 }
 
-# Every job id the scheduler at URL lists, a page of 10,000 at a time (newest first).
-all_job_ids() {
-  local page before=""
-  while :; do
-    page=$(curl -sf "$1/api/v1/jobs?order=desc&limit=10000${before:+&before=$before}")
-    echo "$page" | jq -r '.jobs[].id'
-    before=$(echo "$page" | jq -r '.next_before // empty')
-    [ -n "$before" ] || break
-  done
-}
+all_job_ids() { ha_all_jobs "$1" .id; }
 
 start_pair() {
   ha_start_etcd "${HA_ETCD_MEMBERS:-1}"

@@ -46,11 +46,15 @@ ha_cleanup() {
   if [ "${HA_KEEP:-0}" = 1 ]; then ha_log "kept $HA_DIR"; else rm -rf "$HA_DIR"; fi
 }
 
-# A port nobody listens on now (bash's /dev/tcp connects or fails).
+# A port nobody listens on now (bash's /dev/tcp connects or fails), below the kernel's ephemeral range: a
+# port from that range can be taken meanwhile by any outgoing connection's local end (an etcd member then
+# fails to start with "address already in use").
 ha_free_port() {
-  local p
+  local p low
+  low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 21000 ] || low=32768
   while :; do
-    p=$((20000 + RANDOM % 40000))
+    p=$((20000 + RANDOM % (low - 20000)))
     if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
   done
 }
@@ -72,6 +76,10 @@ ha_start_etcd() {
   local until=$((SECONDS + 60))  # a loaded CI machine (the browser test beside it) has taken over 10 s
   while [ $SECONDS -lt $until ]; do
     curl -sf -m 1 "http://127.0.0.1:${HA_PORT[etcd1]}/health" | grep -q '"health":"true"' && return 0
+    for i in $(seq "$n"); do
+      kill -0 "${HA_PID[etcd$i]}" 2>/dev/null ||
+        ha_fail "etcd member $i exited; $HA_DIR/etcd$i.log ends: $(tail -3 "$HA_DIR/etcd$i.log")"
+    done
     sleep 0.1
   done
   ha_fail "etcd did not become healthy within 60 s; $HA_DIR/etcd1.log ends: $(tail -5 "$HA_DIR/etcd1.log")"
@@ -165,6 +173,18 @@ ha_submit() {
   local url=$1 spec=$2 key=${3:-}
   curl -s -m 5 -o /dev/stdout -w ' %{http_code}' -H "Authorization: Bearer $HA_TOKEN" \
     -d "$spec" "$url/api/v1/jobs${key:+?idempotency_key=$key}" || true
+}
+
+# ha_all_jobs URL JQ: JQ (a jq expression on a job) for every job the scheduler at URL lists, a page of 10,000
+# at a time (newest first).
+ha_all_jobs() {
+  local page before=""
+  while :; do
+    page=$(curl -sf "$1/api/v1/jobs?order=desc&limit=10000${before:+&before=$before}")
+    echo "$page" | jq -r ".jobs[] | $2"
+    before=$(echo "$page" | jq -r '.next_before // empty')
+    [ -n "$before" ] || break
+  done
 }
 
 # ha_job_state URL ID
