@@ -3,6 +3,7 @@
 #
 #   bench/ha_takeover.sh [BUILD_DIR] [KILLS] [SECONDS] [JOBS]
 #       (default build/release, 10 kills, 10 s per load run, 100000 jobs in the state for the takeovers)
+#   HA_BENCH_COST=0: the takeovers only. HA_TTL: the lease TTL (default 5 s).
 #
 # Submit cost, side by side in one run: daemon_load with 1, 8 and 64 keep-alive clients, one job per request,
 # each with its own idempotency key (as the CLI sends them), against (a) one scheduler without HA, (b) the HA
@@ -39,6 +40,7 @@ load() {  # load PORT TOKEN LABEL
   done
 }
 
+if [ "${HA_BENCH_COST:-1}" = 1 ]; then
 echo "== submit cost ($(date -u +%FT%TZ), $(nproc) cores)"
 mkdir -p "$HA_DIR/plain"
 token=$("$RAILYARD_SCHEDULER" token create --db "$HA_DIR/plain/railyard.db" --user bench --role admin 2>/dev/null | tail -1)
@@ -65,6 +67,7 @@ for mode in etcd shared; do
   load "${HA_PORT[s1]}" "$(cat "$HA_DIR/token")" "HA leader, state $mode"
   for s in s1 s2 s3; do stop_sched "$s"; done
 done
+fi
 
 echo "== takeover with $JOBS jobs in the replicated state (TTL $HA_TTL s)"
 HA_STATE=etcd
@@ -73,13 +76,7 @@ ETCDCTL_API=3 etcdctl --endpoints "$HA_ETCD_URLS" del --prefix /railyard/ >/dev/
 mkdir -p "$HA_DIR/s1"
 HA_TOKEN=$("$RAILYARD_SCHEDULER" token create --db "$(ha_db s1)" --user admin --role admin 2>/dev/null | tail -1)
 export RAILYARD_TOKEN=$HA_TOKEN
-ha_start_sched s1
-ha_wait_leader 30 s1 >/dev/null
-ha_start_sched s2
-ha_start_sched s3
-HA_URLS="$(ha_url s1),$(ha_url s2),$(ha_url s3)"
-ha_start_agent
-ha_wait_nodes_up "$(ha_url s1)" 2 60
+ha_start_three
 batch='{"jobs": ['$(for i in $(seq 1000); do printf '%s{"name":"state","gpus":1,"command":["true"],"time_limit":600}' "$([ "$i" = 1 ] || echo ,)"; done)']}'
 for _ in $(seq $((JOBS / 1000))); do
   curl -sf -o /dev/null -H "Authorization: Bearer $HA_TOKEN" -d "$batch" "$(ha_url s1)/api/v1/jobs:batch" || ha_fail "batch submit"

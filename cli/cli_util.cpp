@@ -1,5 +1,9 @@
 #include "cli/cli_util.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <charconv>
@@ -97,6 +101,14 @@ std::string format_seconds(double seconds) {
     std::snprintf(buf, sizeof buf, "%.3g s", seconds);
   }
   return buf;
+}
+
+void write_private_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+                       ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ::close(fd);
+  if (!written) fail(internal_error("cannot write " + path));
 }
 
 }  // namespace railyard::cli

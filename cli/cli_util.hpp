@@ -31,6 +31,9 @@ CLI::Validator at_least(long long min);
 
 // Node names from host lists ("dgx[001-016,020]"); a bad list ends the command (exit 2) naming it.
 std::vector<std::string> expand_nodes_or_fail(const std::vector<std::string>& exprs);
+// Writes `text` to `path` with mode 0600 from its creation (a secret: a key, a token); fails the command
+// when it cannot.
+void write_private_file(const std::string& path, const std::string& text);
 
 // "8", "64K", "1M", "1.5G", "2GiB", "512kb": binary multiples (K = 1024), as nccl-tests reads them.
 Result<double> parse_byte_size(std::string_view text);

@@ -17,6 +17,7 @@
 #include "cli/local_cluster.hpp"
 #include "cli/output.hpp"
 #include "common/hostlist.hpp"
+#include "common/protocol/key_file.hpp"
 
 namespace railyard::cli {
 namespace {
@@ -224,13 +225,42 @@ void run_token_revoke(const TokenOptions& o) {
 // --- node add, node rotate-key ------------------------------------------------------------------------
 
 struct NodeKeyOptions {
+  ServerOptions server;
   std::vector<std::string> nodes;
   std::string db, state_dir, key_file, key_dir;
   long long grace_s = 600;
   bool force = false;
 };
 
+// --db or --state-dir: on the database (railyard-scheduler node-key); else through the API as an admin (a
+// token, or a unix: URL): what a scheduler with replicated state needs, so every controller has the key;
+// with neither, on the local cluster's database when there is one.
 void run_node_key(const NodeKeyOptions& o, bool rotate) {
+  Api api(o.server);
+  if (o.db.empty() && o.state_dir.empty() && api.identified()) {
+    std::string lines;
+    const auto nodes = expand_nodes_or_fail(o.nodes);
+    for (const auto& n : nodes) {
+      Json body = {{"rotate", rotate}};
+      if (rotate) body["grace"] = o.grace_s;
+      if (!rotate && o.force) body["force"] = true;
+      const Json k = api.post("/nodes/" + url_encode(n) + "/key", body);
+      const std::string line = protocol::key_file_line(n, k.value("key", ""));
+      if (!o.key_dir.empty()) write_private_file(o.key_dir + "/" + n + ".key", line);
+      lines += line;
+    }
+    const char* verb = rotate ? "rotated" : "issued";
+    if (!o.key_dir.empty()) {
+      std::cerr << verb << " the key of " << nodes.size() << " node(s) into " << o.key_dir << "/NAME.key (mode 0600)\n";
+    } else if (!o.key_file.empty()) {
+      write_private_file(o.key_file, lines);
+      std::cerr << verb << " the key of " << nodes.size() << " node(s) into " << o.key_file << " (mode 0600)\n";
+    } else {
+      std::cerr << verb << " the key of " << nodes.size() << " node(s) (shown once; give each agent its line with --key-file)\n";
+      std::cout << lines << std::flush;
+    }
+    return;
+  }
   std::vector<std::string> args{"node-key", rotate ? "rotate" : "issue", "--db", scheduler_db(o.db, o.state_dir)};
   for (const auto& n : expand_nodes_or_fail(o.nodes)) args.insert(args.end(), {"--node", n});
   if (!o.key_file.empty()) args.insert(args.end(), {"--key-file", o.key_file});
@@ -249,8 +279,11 @@ void add_node_key_commands(CLI::App& node) {
     cmd->add_option("nodes", o->nodes, "Node names or host lists (dgx[001-016,020])")->required();
     cmd->add_option("--key-file", o->key_file, "Write the \"NAME KEY\" lines to this file (0600) instead of stdout");
     cmd->add_option("--key-dir", o->key_dir, "Write one key file per node, DIR/NAME.key (0600)")->excludes("--key-file");
-    cmd->add_option("--db", o->db, "The scheduler's database (default: the local cluster's, see `railyard up`)");
+    cmd->add_option("--db", o->db,
+                    "On the scheduler's database (default: through the API with an admin token, else the local "
+                    "cluster's database, see `railyard up`)");
     cmd->add_option("--state-dir", o->state_dir, "Local cluster state folder (default: " + default_state_dir() + ")");
+    add_server_options(*cmd, o->server);
     if (rotate)
       cmd->add_option("--grace", o->grace_s, "Seconds the old key keeps working (0: none)")
           ->check(CLI::Range(0LL, 30LL * 86400))
@@ -268,7 +301,9 @@ railyard-agent --key-file. The scheduler keeps it in its database (mode 0600) an
 Examples:
   railyard node add dgx017 --key-file dgx017.key
   railyard node add 'dgx[001-032]' --key-dir keys/ --db /var/lib/railyard/state.db)") +
-                "\n\nRuns `railyard-scheduler node-key` on the scheduler's host.\n\nExit codes: 0 ok, 1 failure, 2 bad "
+                "\n\nWith an admin token (or a unix: URL) and no --db: through the API (POST /api/v1/nodes/NAME/key), "
+                "which replicated HA state needs; with --db: runs `railyard-scheduler node-key` on the scheduler's "
+                "host.\n\nExit codes: 0 ok, 1 failure, 2 bad "
                 "arguments, a node that already has a key (add) or has none (rotate-key), 3 railyard-scheduler not found.");
     cmd->callback([o, rotate] { run_node_key(*o, rotate); });
   }

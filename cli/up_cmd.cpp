@@ -121,13 +121,6 @@ std::string random_secret() {
   return out;
 }
 
-void write_private_file(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0 || ::fchmod(fd, 0600) != 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    fail(internal_error("cannot write " + path));
-  ::close(fd);
-}
-
 std::string require_program(const std::string& name) {
   std::string p = find_program(name);
   if (p.empty()) {

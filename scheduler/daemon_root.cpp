@@ -1,8 +1,10 @@
 #include "scheduler/daemon_root.hpp"
 
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -276,9 +278,13 @@ Daemon::Step Daemon::rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>&
   if (!bytes) return Failed{bytes.error().message, 1};
   const std::string fresh = config_.db + ".snapshot";
   {
-    std::ofstream out(fresh, std::ios::binary | std::ios::trunc);
-    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-    if (!out.flush()) return Failed{"ha: cannot write " + fresh, 1};
+    // Mode 0600 from its creation: it holds node keys, as the database does.
+    const int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+                         ::write(fd, bytes->data(), bytes->size()) == static_cast<ssize_t>(bytes->size()) &&
+                         ::fsync(fd) == 0;
+    if (fd >= 0) ::close(fd);
+    if (!written) return Failed{"ha: cannot write " + fresh, 1};
   }
   auto copy = store::SqliteStateStore::open(fresh);
   if (!copy) return Failed{"ha: the snapshot does not open: " + copy.error().message, 1};

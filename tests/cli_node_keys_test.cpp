@@ -55,8 +55,8 @@ TEST(CliNodeKeys, AddPrintsAKeyOnceAndRotateNeedsOne) {
   EXPECT_EQ(st.st_mode & 077, 0u) << "the database holds the keys: owner only";
 }
 
-// `railyard up` gives each agent its own node's key; a rotation (new file, SIGHUP) re-registers the agent
-// with the new key while its job keeps running, untouched.
+// `railyard up` gives each agent its own node's key; a rotation (new file, SIGHUP), on the database and then
+// through the API, re-registers the agent with the new key while its job keeps running, untouched.
 TEST(CliNodeKeys, LocalClusterAgentsUseTheirOwnKeysAndARotationKeepsTheJobRunning) {
   const auto agent = std::filesystem::path(RAILYARD_BIN).parent_path().parent_path() / "agent" / "railyard-agent";
   if (!std::filesystem::exists(agent)) GTEST_SKIP() << "railyard-agent is not built yet";
@@ -101,6 +101,22 @@ TEST(CliNodeKeys, LocalClusterAgentsUseTheirOwnKeysAndARotationKeepsTheJobRunnin
   EXPECT_EQ(now["state"], "RUNNING") << now;
   EXPECT_EQ(now["start_time"], job["start_time"]);
   EXPECT_EQ(count(read_all(log), "hosting "), 1u) << "the agent itself was not restarted";
+  // Again through the API (no --db: `up`'s admin token from the CLI config), as replicated HA state needs:
+  // the scheduler issues and stores the key, the agent registers with it, the job still runs.
+  const std::string db_key = read_all(dir + "/keys/" + node + ".key");
+  auto via_api = run_cli(RAILYARD_BIN, {"node", "rotate-key", node, "--key-dir", dir + "/keys", "--grace", "0"}, env);
+  ASSERT_EQ(via_api.code, 0) << via_api.err;
+  EXPECT_TRUE(std::regex_match(read_all(dir + "/keys/" + node + ".key"), std::regex(node + " [0-9a-f]{64}\n")));
+  ASSERT_NE(read_all(dir + "/keys/" + node + ".key"), db_key);
+  const size_t before_api = count(read_all(log), "registered; heartbeat");
+  ASSERT_EQ(::kill(agent_pid, SIGHUP), 0);
+  for (int i = 0; i < 100 && count(read_all(log), "registered; heartbeat") <= before_api; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GT(count(read_all(log), "registered; heartbeat"), before_api) << read_all(log);
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"show", id, "--json"}, env).json()["job"]["state"], "RUNNING");
+  auto twice = run_cli(RAILYARD_BIN, {"node", "add", node}, env);
+  EXPECT_NE(twice.code, 0);
+  EXPECT_NE(twice.err.find("already has a key"), std::string::npos) << twice.err;
   auto nodes = run_cli(RAILYARD_BIN, {"nodes", "--json", "--state", "up"}, env);
   EXPECT_EQ(nodes.json()["nodes"].size(), 2u) << nodes.out;
   EXPECT_EQ(run_cli(RAILYARD_BIN, {"down", "--state-dir", dir}, env).code, 0);

@@ -82,6 +82,34 @@ TEST(DaemonConfig, CompactWaitAndPassBudgetKeysAreReadValidatedAndLoseToTheFlags
                     "an integer 0..60000");
 }
 
+// High availability from the config file (deploy/examples/ha/scheduler.json): every --ha-* flag a key.
+TEST(DaemonConfig, HighAvailabilityKeysAreReadValidatedAndLoseToTheFlags) {
+  const ConfigFile merge("c.json");
+  DaemonConfig c;
+  EXPECT_EQ(c.ha_state, "etcd") << "replicated state by default";
+  ASSERT_TRUE(merge(R"({"ha_etcd": "https://e1:2379,https://e2:2379", "ha_name": "ctl1", "ha_advertise":
+                       "https://ctl1:8700", "ha_etcd_ca": "/etc/ca.pem", "ha_state": "shared"})",
+                    {}, c));
+  EXPECT_EQ(c.ha_etcd, "https://e1:2379,https://e2:2379");
+  EXPECT_EQ(c.ha_name, "ctl1");
+  EXPECT_EQ(c.ha_advertise, "https://ctl1:8700");
+  EXPECT_EQ(c.ha_etcd_ca, "/etc/ca.pem");
+  EXPECT_EQ(c.ha_state, "shared");
+  DaemonConfig flagged;
+  flagged.ha_name = "from-flag";
+  ASSERT_TRUE(merge(R"({"ha_name": "ctl1"})", {"ha_name"}, flagged));
+  EXPECT_EQ(flagged.ha_name, "from-flag");
+  DaemonConfig d;
+  auto bad = merge(R"({"ha_state": "nfs"})", {}, d);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find(R"(ha_state: must be "etcd" or "shared")"), std::string::npos)
+      << bad.error().message;
+  EXPECT_EQ(d.ha_state, "etcd");
+  expect_number_key("ha_ttl", &DaemonConfig::ha_ttl_s, "3", 3, 7, {"1", "61", R"("5")"}, "an integer 2..60 (seconds)");
+  expect_number_key("ha_log_keep", &DaemonConfig::ha_log_keep, "500", int64_t{500}, int64_t{9}, {"0", "1.5"},
+                    "an integer 1..100000000 (entries)");
+}
+
 TEST(DaemonConfig, HighQosUsersKeyIsReadAndLosesToTheFlag) {
   const ConfigFile merge("c.json");
   DaemonConfig c;

@@ -45,6 +45,7 @@ const std::map<std::string, Expected> kExpected = {
     {"POST /api/v1/nodes/{name}/drain", {"admin", R"({"reason": "walk"})"}},
     {"POST /api/v1/nodes/{name}/resume", {"admin", ""}},
     {"POST /api/v1/nodes/{name}/remove", {"admin", ""}},
+    {"POST /api/v1/nodes/{name}/key", {"admin", R"({"force": true})"}},
     {"GET /api/v1/nodes/{name}/images", {"read", ""}},
     {"POST /api/v1/nodes/{name}/images", {"admin", R"({"image": "localhost/walk:1"})"}},
     {"GET /api/v1/whoami", {"user", ""}},

@@ -97,6 +97,7 @@ class Router {
   void submit(Call& call, bool batch);
   HttpResponse job_action(Call& call);
   HttpResponse node_action(Call& call);
+  HttpResponse node_key(Call& call);  // router_admin.cpp
   // router_more.cpp: job events/metrics/runs/logs, node show, accounting, allocation exec.
   HttpResponse job_events(const Route& route);
   HttpResponse job_metrics(const Route& route);

@@ -1,4 +1,4 @@
-// The router's admin routes (issue 32): tokens (create, list, revoke) and the audit log. Only admins reach
+// The router's admin routes (issues 32, 46): tokens (create, list, revoke), node keys and the audit log. Only admins reach
 // them (Access::kAdmin in the route table); the Service checks the role again.
 #include <ctime>
 
@@ -65,6 +65,35 @@ HttpResponse Router::token_create(Call& call) {
   json out = token_json(made->second);
   out["token"] = made->first;
   return json_response(201, out);
+}
+
+// Body {"rotate": false, "grace": 600, "force": false} (each optional). 201 {"node", "key", "rotated"}: the key,
+// shown once, for the node's agent (--key-file). Through the Service's commit, so with replicated state every
+// controller has it.
+HttpResponse Router::node_key(Call& call) {
+  bool rotate = false, force = false;
+  int64_t grace = 600;
+  if (!call.req.body.empty()) {
+    auto parsed = parse_json_bounded(call.req.body);
+    if (!parsed) return error_response(400, "invalid_argument", "request body: " + parsed.error().message);
+    if (!parsed->is_object()) return error_response(400, "invalid_argument", "request body must be a JSON object");
+    for (auto& [k, v] : parsed->items()) {
+      if (k == "rotate" || k == "force") {
+        if (!v.is_boolean()) return error_response(400, "invalid_argument", k + ": must be true or false");
+        (k == "rotate" ? rotate : force) = v.get<bool>();
+      } else if (k == "grace") {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 30 * 86400)
+          return error_response(400, "invalid_argument", "grace: must be 0..2592000 (seconds)");
+        grace = v.get<int64_t>();
+      } else {
+        return error_response(400, "invalid_argument", k + ": unknown field (known: rotate, grace, force)");
+      }
+    }
+  }
+  const std::string& node = call.route.seg[1];
+  auto key = service_.issue_node_key(node, rotate, grace, force, *call.who, call.audit_as(201));
+  if (!key) return error_response(key.error());
+  return json_response(201, {{"node", node}, {"key", *key}, {"rotated", rotate}});
 }
 
 HttpResponse Router::token_list(const Call& call) {

@@ -132,6 +132,7 @@ std::span<const Router::Entry> Router::table() {
        [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
       {{"POST", "/api/v1/nodes/{name}/remove", A::kAdmin},
        [](Router& r, Call& c) { c.reply(r.node_action(c)); }},
+      {{"POST", "/api/v1/nodes/{name}/key", A::kAdmin}, [](Router& r, Call& c) { c.reply(r.node_key(c)); }},
       {{"GET", "/api/v1/nodes/{name}/images", A::kRead},
        [](Router& r, Call& c) { r.node_images(c.req, c.route, c.reply); }},
       {{"POST", "/api/v1/nodes/{name}/images", A::kAdmin},

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/protocol/key_file.hpp"
+
 namespace railyard::daemon {
 
 Status NodeAdmin::set_health(const std::string& name, sched::NodeHealth health, std::string reason,
@@ -50,6 +52,34 @@ Status NodeAdmin::remove(const std::string& name, const Caller& who, const store
   if (auto s = sink_.commit(b); !s) return s;
   spdlog::info("node {} removed by {}", name, who.user);
   return ok();
+}
+
+Result<std::string> NodeAdmin::issue_key(const std::string& name, bool rotate, int64_t grace_s, bool force,
+                                        const Caller& who, const store::AuditRecord* audit) {
+  if (auto s = need_admin(who, "issuing a node key"); !s) return s.error();
+  if (table_.cluster().find_node(name) < 0) return Error{ErrorCode::kNotFound, "node " + name + " not found"};
+  auto found = sink_.find_key(name);
+  if (!found) return found.error();
+  const int64_t now = clock_();
+  store::NodeKeyRecord k{name, protocol::new_node_key(), now, std::nullopt, "", std::nullopt};
+  if (rotate) {
+    if (!*found) return Error{ErrorCode::kNotFound, "node " + name + " has no key: add one first"};
+    k.created = (*found)->created;
+    k.rotated_at = now;
+    if (grace_s > 0) {
+      k.previous_key = (*found)->key;
+      k.previous_until = now + grace_s;
+    }
+  } else if (*found && !force) {
+    return Error{ErrorCode::kConflict, "node " + name + " already has a key: rotate it (or force)"};
+  }
+  store::WriteBatch b;
+  b.node_keys.push_back(k);
+  b.events.push_back({"node:" + name, now, who.user, rotate ? "key rotated" : "key issued"});
+  if (audit) b.audit.push_back(*audit);
+  if (auto s = sink_.commit(b); !s) return s.error();
+  spdlog::info("node {}: key {} by {}", name, rotate ? "rotated" : "issued", who.user);
+  return k.key;
 }
 
 }  // namespace railyard::daemon

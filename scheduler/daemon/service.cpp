@@ -54,7 +54,8 @@ Service::Service(const topology::Cluster& cluster, std::unique_ptr<store::StateS
       tokens_(pipeline_, clock_, [this](WriteBatch& b) { return write(b); }),
       nodes_(table_, clock_,
              {[this](WriteBatch& b) { return change(b); },
-              [this](store::AuditRecord row) { record_audit(std::move(row)); }}),
+              [this](store::AuditRecord row) { record_audit(std::move(row)); },
+              [this](const std::string& node) { return pipeline_.store().find_node_key(node); }}),
       intake_(table_, pipeline_, loop_, clock_, next_id_,
               {[this](const WriteBatch& b) {
                  applied(b);

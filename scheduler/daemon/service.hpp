@@ -180,6 +180,10 @@ class Service {
   Status remove_node(const std::string& name, const Caller& who, const store::AuditRecord* audit = nullptr) {
     return nodes_.remove(name, who, audit);
   }
+  Result<std::string> issue_node_key(const std::string& name, bool rotate, int64_t grace_s, bool force,
+                                     const Caller& who, const store::AuditRecord* audit = nullptr) {
+    return nodes_.issue_key(name, rotate, grace_s, force, who, audit);
+  }
   // Quotas (lifecycle::QuotaRecord), admin only: replaces the user's or project's record with `quota` (gpus
   // 0..kMaxQuotaGpus or none, shares in (0, kMaxShares]), or drops it when `quota` is lifted or keeps
   // nothing (no bound, 1 share); dropping what is not there is kNotFound. Written synced, with an event on

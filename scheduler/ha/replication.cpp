@@ -232,7 +232,8 @@ Result<int64_t> LogTrimmer::trim_once() {
   if (!*done) return Error{ErrorCode::kConflict, "replication: the term of epoch " + std::to_string(epoch_) + " is over"};
   spdlog::info("ha: replicated log trimmed up to entry {} (head {})", floor, head_());
   // etcd keeps every revision of every key until compacted: the deleted entries' space comes back only then.
-  if (auto now = etcd_->range(options_.prefix + "/log-base", options_.prefix + "/log-base0", 1); now) {
+  const std::string base_key = options_.prefix + "/log-base";
+  if (auto now = etcd_->range(base_key, base_key + std::string(1, '\0'), 1); now) {
     if (auto s = etcd_->compact(now->revision); !s) spdlog::warn("ha: etcd compaction: {}", s.error().message);
   }
   for (const auto& endpoint : options_.endpoints) {
@@ -291,6 +292,7 @@ void LogFollower::run() {
   LogReader reader(options_);
   auto etcd = client_of(options_);
   auto last_publish = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto last_warning = last_publish - std::chrono::seconds(5);
   for (;;) {
     auto n = step(reader);
     if (!n && n.error().code != ErrorCode::kUnavailable) {
@@ -302,7 +304,10 @@ void LogFollower::run() {
       if (failed_) failed_(n.error());
       return;
     }
-    if (!n) spdlog::warn("ha: reading the replicated log: {}", n.error().message);
+    if (!n && std::chrono::steady_clock::now() - last_warning >= std::chrono::seconds(5)) {
+      spdlog::warn("ha: reading the replicated log: {}", n.error().message);  // etcd away: once per 5 s
+      last_warning = std::chrono::steady_clock::now();
+    }
     if (std::chrono::steady_clock::now() - last_publish >= std::chrono::seconds(1)) {
       publish(*etcd);
       last_publish = std::chrono::steady_clock::now();

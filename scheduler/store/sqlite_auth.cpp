@@ -75,6 +75,7 @@ void write_auth_rows(sqlite3* db, const WriteBatch& b, AuthStatements& st) {
         .bind(1, u.hash)
         .bind(2, u.time)
         .run();
+  for (const auto& k : b.node_keys) write_node_key(db, k);
 }
 
 Status SqliteStateStore::add_token(const TokenRecord& t) {

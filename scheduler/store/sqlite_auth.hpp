@@ -1,4 +1,4 @@
-// Internal to store/: the audit and token rows of a WriteBatch (sqlite_auth.cpp), written by
+// Internal to store/: the audit, token and node key rows of a WriteBatch (sqlite_auth.cpp), written by
 // SqliteStateStore::write inside the batch's transaction.
 #pragma once
 
@@ -15,5 +15,7 @@ struct AuthStatements {
 };
 
 void write_auth_rows(sqlite3* db, const WriteBatch& batch, AuthStatements& st);
+// A node's key row (insert or replace), sqlite_node_keys.cpp.
+void write_node_key(sqlite3* db, const NodeKeyRecord& key);
 
 }  // namespace railyard::store

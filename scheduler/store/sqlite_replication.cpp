@@ -3,7 +3,9 @@
 // replicator (ha/replication.hpp writes it to etcd) before it commits; a standby applies the same changesets
 // to its own database in the same order. The tables that say where a database stands (schema_version,
 // ha_epoch, ha_log) are each database's own and never travel.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -96,6 +98,9 @@ Status SqliteStateStore::replicated_write(const std::function<void()>& body) {
           if (s.error().code == ErrorCode::kConflict && on_fenced_) on_fenced_(s.error().message);
           return s;  // the transaction rolls back: the database holds only what was replicated
         }
+        // Should the commit below fail (a full disk), etcd holds entry `seq` and this database does not: the
+        // next append of `seq` finds another entry there (kConflict), which ends this leader, and its restart
+        // applies the entry from the log.
         write_applied(db_, seq);
       }
     }
@@ -196,8 +201,13 @@ Status SqliteStateStore::snapshot_to(const std::string& db, const std::string& o
   }
   try {
     sqlite3_busy_timeout(conn, 5000);
+    // The copy holds node keys and token hashes: an empty file of mode 0600 first (VACUUM INTO writes into
+    // an empty file as it finds it), so it is never readable by others.
     std::error_code ec;
     std::filesystem::remove(out, ec);
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw sql::SqlError("cannot create " + out);
+    ::close(fd);
     sql::Stmt(conn, "VACUUM INTO ?").bind(1, out).run();  // one read transaction: a consistent copy
     sqlite3_close(conn);
     return ok();

@@ -139,9 +139,10 @@ struct WriteBatch : lifecycle::Changes {
   std::vector<TokenRecord> tokens;
   std::vector<TokenStamp> token_revokes;
   std::vector<TokenStamp> token_uses;
+  std::vector<NodeKeyRecord> node_keys;  // issued or rotated through the API: each replaces the node's row
   bool empty() const {
     return lifecycle::Changes::empty() && metrics.empty() && idempotency.empty() && audit.empty() &&
-           tokens.empty() && token_revokes.empty() && token_uses.empty();
+           tokens.empty() && token_revokes.empty() && token_uses.empty() && node_keys.empty();
   }
 };
 

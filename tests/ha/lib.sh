@@ -124,6 +124,18 @@ ha_start_sched() {
 
 ha_url() { echo "http://127.0.0.1:${HA_PORT[$1]}"; }
 
+# ha_start_three: schedulers s1 (the first leader: its database, with the admin token, is the replicated log's
+# first entry), then s2 and s3; HA_URLS lists all three; the agent, once its 2 nodes are up at s1.
+ha_start_three() {
+  ha_start_sched s1
+  ha_wait_leader 30 s1 >/dev/null
+  ha_start_sched s2
+  ha_start_sched s3
+  HA_URLS="$(ha_url s1),$(ha_url s2),$(ha_url s3)"
+  ha_start_agent
+  ha_wait_nodes_up "$(ha_url s1)" 2 60
+}
+
 ha_start_agent() {
   "$RAILYARD_AGENT" --scheduler "$HA_URLS" --secret-file "$HA_DIR/secret" --nodes "$(ha_node_names)" \
     --emulate dgx-h100 --state-dir "$HA_DIR/agent" --allow-root-jobs --kill-workers-on-exit \
