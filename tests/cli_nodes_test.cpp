@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -13,6 +14,7 @@
 
 #include "tests/cli_test_util.hpp"
 #include "tests/fault_util.hpp"
+#include "tests/sqlite_rows.hpp"
 
 namespace railyard::testing {
 namespace {
@@ -359,6 +361,52 @@ TEST(CliUp, FourNodesWithAgentsComeUpAndAJobRuns) {
   auto down = run_cli(RAILYARD_BIN, {"down", "--state-dir", dir}, env);
   EXPECT_EQ(down.code, 0) << down.err;
   for (pid_t p : pids) EXPECT_FALSE(pid_alive(p)) << p;
+}
+
+// `railyard up --ha 3`: three schedulers, each with its own database, the state replicated through three etcd
+// members: a job runs, `cluster status` shows every scheduler at the leader's entry (lag 0), and the job is in
+// every scheduler's own database.
+TEST(CliUp, HaThreeReplicatesTheStateToEveryScheduler) {
+  const auto agent = std::filesystem::path(RAILYARD_BIN).parent_path().parent_path() / "agent" / "railyard-agent";
+  if (!std::filesystem::exists(agent)) GTEST_SKIP() << "railyard-agent is not built yet";
+  if (!std::filesystem::exists("/usr/bin/etcd")) GTEST_SKIP() << "etcd is not installed (deploy/bootstrap.sh)";
+  TempDir tmp;
+  const std::string dir = tmp.file("state");
+  std::map<std::string, std::string> env{{"HOME", tmp.file("home")}};
+  auto up = run_cli(RAILYARD_BIN, {"up", "--ha", "3", "--nodes", "2", "--port", "0", "--state-dir", dir, "--timeout", "60"},
+                    env);
+  ASSERT_EQ(up.code, 0) << up.err;
+  auto job = run_cli(RAILYARD_BIN, {"submit", "--gpus", "1", "--wait", "--", "true"}, env);
+  EXPECT_EQ(job.code, 0) << job.err;
+  nlohmann::json status;
+  std::set<int64_t> applied;
+  for (int i = 0; i < 100; ++i) {
+    status = run_cli(RAILYARD_BIN, {"cluster", "status", "--json"}, env).json();
+    applied.clear();
+    for (const auto& s : status["schedulers"]) applied.insert(s["answer"]["self"].value("applied", int64_t{-1}));
+    if (applied.size() == 1 && *applied.begin() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(status["schedulers"].size(), 3u) << status.dump();
+  ASSERT_EQ(applied.size(), 1u) << "every scheduler at the leader's entry: " << status.dump();
+  // The table: SCHEDULER URL ROLE APPLIED LAG STATE, each at lag 0.
+  auto text = run_cli(RAILYARD_BIN, {"cluster", "status"}, env);
+  EXPECT_NE(text.out.find("APPLIED"), std::string::npos) << text.out;
+  std::istringstream rows(text.out);
+  int caught_up = 0;
+  for (std::string line; std::getline(rows, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+    if (w.size() == 6 && w[4] == "0" && w[5] == "up") ++caught_up;
+  }
+  EXPECT_EQ(caught_up, 3) << text.out;
+  for (const char* s : {"s1", "s2", "s3"}) {
+    const std::string db = dir + "/" + s + "/railyard.db";
+    ASSERT_TRUE(std::filesystem::exists(db)) << db;
+    EXPECT_EQ(count_rows(db, "SELECT count(*) FROM jobs WHERE id = " + trimmed(job.out) + " AND state = 'COMPLETED'"), 1)
+        << s;
+  }
+  EXPECT_EQ(run_cli(RAILYARD_BIN, {"down", "--state-dir", dir}, env).code, 0);
 }
 
 }  // namespace

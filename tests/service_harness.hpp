@@ -17,24 +17,16 @@
 #include "scheduler/daemon/service.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "tests/daemon_client.hpp"
+#include "tests/sqlite_rows.hpp"
 #include "topology/generator.hpp"
 
 namespace railyard::service_test {
 
+using testing::count_rows;
+
 using jobs::JobState;
 using store::JobRecord;
 using store::SqliteStateStore;
-
-inline int count_rows(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
-  int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return n;
-}
 
 // A loop that runs posted work only when told, so a test controls what arrives "together".
 struct FakeLoop {
