@@ -3,6 +3,7 @@
 // and are skipped where none is installed (deploy/bootstrap.sh installs etcd-server).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/api/http.hpp"
 #include "scheduler/ha/etcd.hpp"
 #include "scheduler/ha/replication.hpp"
 #include "scheduler/store/sqlite_store.hpp"
@@ -139,6 +141,12 @@ TEST(Replication, AWriteTheReplicatorRefusesIsNotCommitted) {
   EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(state_text(*leader.store), before);
   EXPECT_EQ(*leader.store->replicated_seq(), 5);
+
+  // The API answers it 503 with Retry-After: the client may send the same request again.
+  const api::HttpResponse answer = api::error_response(s.error());
+  EXPECT_EQ(answer.status, 503);
+  EXPECT_NE(std::find(answer.headers.begin(), answer.headers.end(), std::pair<std::string, std::string>("Retry-After", "1")),
+            answer.headers.end());
 
   // kConflict: the term is over; the store says so through on_fenced.
   std::string fenced;
