@@ -101,8 +101,6 @@ void tick_every_second(api::HttpServer& server, daemon::AgentHub& hub) {
   std::_Exit(kExitDeposed);
 }
 
-// Serves as a standby (ha/standby.hpp) on the daemon's address until the elector wins: the epoch; an error
-// when stopped (SIGINT/SIGTERM) first. The standby's listener is closed before the leader's opens.
 // GET /api/v1/ha/snapshot on a standby: its database as one file, to who shows the snapshot key.
 api::HttpResponse snapshot_answer(const api::HttpRequest& req, const std::string& db, const std::string& key) {
   const std::string bearer = api::bearer_token(req.authorization).value_or("");
@@ -118,6 +116,8 @@ api::HttpResponse snapshot_answer(const api::HttpRequest& req, const std::string
   return {200, "application/octet-stream", std::move(bytes), {}};
 }
 
+// Serves as a standby (ha/standby.hpp) on the daemon's address until the elector wins: the epoch; an error
+// when stopped (SIGINT/SIGTERM) first. The standby's listener is closed before the leader's opens.
 Result<int64_t> serve_as_standby(ha::Elector& elector, const daemon::ListenAddress& listen,
                                  const daemon::DaemonConfig& config, const ha::Position& position,
                                  const std::string& snapshot_key) {
@@ -207,56 +207,63 @@ Daemon::Step Daemon::elect() {
   // Replicated state: while a standby, this scheduler's own database follows the leader's log.
   std::unique_ptr<store::SqliteStateStore> own;
   std::unique_ptr<ha::LogFollower> follower;
-  if (replicated()) {
-    auto st = store::SqliteStateStore::open(config_.db);
-    if (!st) return Failed{st.error().message, 1};
-    own = std::move(*st);
-    if (auto key = ha::snapshot_key(log_options()); key) snapshot_key_ = *key;
-    else spdlog::warn("ha: no snapshot key from etcd ({}): this scheduler serves no snapshots", key.error().message);
-    if (Step failed = rebuild_if_behind(own, eo.name)) return failed;
-    auto applied = own->replicated_seq();
-    if (!applied) return Failed{applied.error().message, 1};
-    spdlog::info("ha: state replicated through etcd; {} holds the log up to entry {}", config_.db, *applied);
-    follower = std::make_unique<ha::LogFollower>(
-        log_options(), eo.name, *applied,
-        [store = own.get()](std::span<const ha::LogEntry> entries) {
-          std::vector<store::ReplicatedEntry> rows;
-          rows.reserve(entries.size());
-          for (const auto& e : entries) rows.push_back({e.seq, e.changeset});
-          return store->apply_replicated(rows);
-        },
-        std::chrono::milliseconds(50), [](const Error& e) {
-          // Behind the trimmed log: the next start rebuilds this database from a snapshot.
-          if (e.code == ErrorCode::kNotFound) step_down(e.message + "; restarting rebuilds from a snapshot");
-        });
-  }
+  if (replicated())
+    if (Step failed = follow_log(eo.name, own, follower)) return failed;
   ha::Position position;
   if (follower)
     position = [f = follower.get()] { return ha::LogPosition{f->applied(), f->failure()}; };
   auto won = serve_as_standby(*elector_, listen_, config_, position, snapshot_key_);
   if (!won) return Failed{won.error().message, 1};
   epoch_ = *won;
-  if (follower) {
-    // Leading: no other leader can append now. Everything the log holds first, then what a deposed leader
-    // left unfinished goes, and this database is where the log ends.
-    follower->stop();
-    if (auto s = follower->catch_up(); !s)
-      return Failed{"ha: catching up with the replicated log: " + s.error().message +
-                        " (this scheduler cannot lead; remove its database to rebuild it from the log)",
-                    1};
-    log_head_ = follower->applied();
-    auto writer = std::make_shared<ha::LogWriter>(log_options(), epoch_);
-    if (auto s = writer->clear_after(follower->applied()); !s) step_down(s.error().message);
-    spdlog::info("ha: caught up with the replicated log at entry {}", follower->applied());
-    if (follower->applied() == 0) {
-      // The first leader: what its database held before (the first admin token) is the log's first entry.
-      own->set_on_fenced(step_down);
-      own->replicate_through([writer](int64_t seq, const std::string& changes) { return writer->append(seq, changes); });
-      if (auto s = own->replicate_existing(config_.db + ".seed"); !s)
-        return Failed{"ha: replicating the database's rows: " + s.error().message, 1};
-      if (auto seq = own->replicated_seq()) log_head_ = *seq;
-    }
-  }
+  if (follower) return take_over_log(*own, *follower);
+  return std::nullopt;
+}
+
+Daemon::Step Daemon::follow_log(const std::string& name, std::unique_ptr<store::SqliteStateStore>& own,
+                                std::unique_ptr<ha::LogFollower>& follower) {
+  auto st = store::SqliteStateStore::open(config_.db);
+  if (!st) return Failed{st.error().message, 1};
+  own = std::move(*st);
+  if (auto key = ha::snapshot_key(log_options()); key) snapshot_key_ = *key;
+  else spdlog::warn("ha: no snapshot key from etcd ({}): this scheduler serves no snapshots", key.error().message);
+  if (Step failed = rebuild_if_behind(own, name)) return failed;
+  auto applied = own->replicated_seq();
+  if (!applied) return Failed{applied.error().message, 1};
+  spdlog::info("ha: state replicated through etcd; {} holds the log up to entry {}", config_.db, *applied);
+  follower = std::make_unique<ha::LogFollower>(
+      log_options(), name, *applied,
+      [store = own.get()](std::span<const ha::LogEntry> entries) {
+        std::vector<store::ReplicatedEntry> rows;
+        rows.reserve(entries.size());
+        for (const auto& e : entries) rows.push_back({e.seq, e.changeset});
+        return store->apply_replicated(rows);
+      },
+      std::chrono::milliseconds(50), [](const Error& e) {
+        // Behind the trimmed log: the next start rebuilds this database from a snapshot.
+        if (e.code == ErrorCode::kNotFound) step_down(e.message + "; restarting rebuilds from a snapshot");
+      });
+  return std::nullopt;
+}
+
+// Leading: no other leader can append now. Everything the log holds first, then what a deposed leader left
+// unfinished goes, and this database is where the log ends.
+Daemon::Step Daemon::take_over_log(store::SqliteStateStore& own, ha::LogFollower& follower) {
+  follower.stop();
+  if (auto s = follower.catch_up(); !s)
+    return Failed{"ha: catching up with the replicated log: " + s.error().message +
+                      " (this scheduler cannot lead; remove its database to rebuild it from the log)",
+                  1};
+  log_head_ = follower.applied();
+  auto writer = std::make_shared<ha::LogWriter>(log_options(), epoch_);
+  if (auto s = writer->clear_after(follower.applied()); !s) step_down(s.error().message);
+  spdlog::info("ha: caught up with the replicated log at entry {}", follower.applied());
+  if (follower.applied() > 0) return std::nullopt;
+  // The first leader: what its database held before (the first admin token) is the log's first entry.
+  own.set_on_fenced(step_down);
+  own.replicate_through([writer](int64_t seq, const std::string& changes) { return writer->append(seq, changes); });
+  if (auto s = own.replicate_existing(config_.db + ".seed"); !s)
+    return Failed{"ha: replicating the database's rows: " + s.error().message, 1};
+  if (auto seq = own.replicated_seq()) log_head_ = *seq;
   return std::nullopt;
 }
 

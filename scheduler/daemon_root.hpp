@@ -49,7 +49,12 @@ class Daemon {
   // With replicated state: the log's options; opens the own database and follows the log while a standby.
   ha::LogOptions log_options() const;
   bool replicated() const { return !config_.ha_etcd.empty() && config_.ha_state == "etcd"; }
+  // Opens the own database (rebuilt from a snapshot when the log is trimmed past it) and follows the log.
+  Step follow_log(const std::string& name, std::unique_ptr<store::SqliteStateStore>& own,
+                  std::unique_ptr<ha::LogFollower>& follower);
   Step rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>& own, const std::string& name);
+  // Won the election: the rest of the log, an unfinished entry cleared, a first leader's rows as entry 1.
+  Step take_over_log(store::SqliteStateStore& own, ha::LogFollower& follower);
   Step open_service();   // the store (fenced when leading), the Service, its policy and worker threads
   Step open_hubs();      // the agent hub (secret, node keys, timeouts) and the watch hub
   Step open_http();      // the router, WebSocket acceptor, limits, TLS, Unix socket; then listen
