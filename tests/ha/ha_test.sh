@@ -267,7 +267,7 @@ rebuild() {
 
 # Three etcd members; the first (every client's first endpoint) is killed with SIGKILL during a storm of CLI
 # submits: every submit is acknowledged (at most retried), none lost or doubled, and the standby's database
-# holds the same jobs.
+# holds the same jobs (a scheduler that lost its lease meanwhile restarted first, as under a supervisor).
 etcd_member_kill() {
   HA_ETCD_MEMBERS=3
   start_pair
@@ -277,6 +277,11 @@ etcd_member_kill() {
   kill -KILL "${HA_PID[etcd1]}"
   wait "${HA_PID[etcd1]}" 2>/dev/null || true
   ha_log "killed etcd member 1 (SIGKILL) after $(wc -l <"$HA_DIR/acked") submits"
+  wait_acked "$n"
+  # The member's loss can cost the leader its lease (etcd elects a new Raft leader meanwhile); it then ended
+  # (75) and the other one leads: restarted as its supervisor would, it follows the log as a standby.
+  local s
+  for s in s1 s2; do kill -0 "${HA_PID[$s]}" 2>/dev/null || ha_start_sched "$s"; done
   local leader; leader=$(ha_wait_leader 20 s1 s2)
   check_acked "$(ha_url "$leader")" "$n" "$LONG"
   local standby=s2; [ "$leader" = s2 ] && standby=s1
