@@ -27,7 +27,14 @@ milliseconds request_timeout(const ElectorOptions& o) {
   return std::min(milliseconds(1000), std::max(milliseconds(100), o.margin / 2));
 }
 
-// The members registered under <prefix>/members/ (their values: {"name", "address", "since_ms"}).
+std::optional<LeaderInfo> parse_leader(const KeyValue& kv) {
+  auto j = json::parse(kv.value, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return LeaderInfo{j.value("name", ""), j.value("address", ""), kv.create_revision, j.value("since_ms", int64_t{0})};
+}
+
+}  // namespace
+
 std::vector<MemberInfo> read_members(const std::vector<KeyValue>& list) {
   std::vector<MemberInfo> members;
   for (const auto& kv : list) {
@@ -37,14 +44,6 @@ std::vector<MemberInfo> read_members(const std::vector<KeyValue>& list) {
   }
   return members;
 }
-
-std::optional<LeaderInfo> parse_leader(const KeyValue& kv) {
-  auto j = json::parse(kv.value, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  return LeaderInfo{j.value("name", ""), j.value("address", ""), kv.create_revision, j.value("since_ms", int64_t{0})};
-}
-
-}  // namespace
 
 Elector::Elector(ElectorOptions options, Lost on_lost)
     : options_(std::move(options)), on_lost_(std::move(on_lost)), started_ms_(wall_ms()) {}

@@ -34,6 +34,7 @@
 namespace railyard::ha {
 
 class EtcdClient;
+struct KeyValue;
 
 struct ElectorOptions {
   std::vector<std::string> endpoints;  // etcd client URLs
@@ -58,6 +59,10 @@ struct MemberInfo {
   std::string address;
   int64_t since_ms = 0;  // when it started
 };
+
+// The members registered under <prefix>/members/ (their values: {"name", "address", "since_ms"}); values
+// that are not such objects are left out.
+std::vector<MemberInfo> read_members(const std::vector<KeyValue>& list);
 
 class Elector {
  public:

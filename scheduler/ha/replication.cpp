@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include <cinttypes>
@@ -10,6 +9,7 @@
 #include <cstdio>
 
 #include "common/net/http_client.hpp"
+#include "scheduler/ha/elector.hpp"
 #include "scheduler/ha/etcd.hpp"
 
 namespace railyard::ha {
@@ -34,16 +34,12 @@ struct PartKey {
 std::optional<PartKey> parse_part_key(const std::string& prefix, const std::string& key) {
   const std::string head = log_prefix(prefix);
   if (key.compare(0, head.size(), head) != 0) return std::nullopt;
-  PartKey k;
   long long seq = 0;
   int part = 0, parts = 0, used = 0;
   if (std::sscanf(key.c_str() + head.size(), "%20lld.%5d.%5d%n", &seq, &part, &parts, &used) != 3 ||
       head.size() + static_cast<size_t>(used) != key.size() || seq <= 0 || parts <= 0 || part < 0 || part >= parts)
     return std::nullopt;
-  k.seq = seq;
-  k.part = part;
-  k.parts = parts;
-  return k;
+  return PartKey{seq, part, parts};
 }
 
 std::unique_ptr<EtcdClient> client_of(const LogOptions& o) {
@@ -210,8 +206,7 @@ Result<int64_t> LogTrimmer::trim_once() {
   auto published = etcd_->list(options_.prefix + "/applied/");
   if (!published) return published.error();
   std::vector<std::string> live;
-  const std::string members_prefix = options_.prefix + "/members/";
-  for (const auto& kv : *members) live.push_back(kv.key.substr(members_prefix.size()));
+  for (const auto& m : read_members(*members)) live.push_back(m.name);
   std::vector<std::pair<std::string, int64_t>> applied;
   const std::string applied_prefix = options_.prefix + "/applied/";
   for (const auto& kv : *published) {
@@ -356,17 +351,16 @@ Result<std::string> fetch_snapshot(const LogOptions& options, const std::string&
   auto members = etcd.list(options.prefix + "/members/");
   if (!members) return members.error();
   std::string why = "no other controller is registered";
-  for (const auto& kv : *members) {
-    auto j = nlohmann::json::parse(kv.value, nullptr, false);
-    if (!j.is_object() || j.value("name", "") == self || j.value("address", "").empty()) continue;
-    const std::string address = j.value("address", "");
+  for (const auto& m : read_members(*members)) {
+    if (m.name == self || m.address.empty()) continue;
+    const std::string& address = m.address;
     auto parsed = net::parse_http_url(address);
     if (!parsed) continue;
     // The other controller's address is a scheduler URL: verified like etcd's (one CA for the controllers).
     net::HttpClient client(address, *parsed, std::chrono::seconds(120), options.ca_file);
     auto reply = client.request("GET", "/api/v1/ha/snapshot", "", key);
     if (reply && reply->status == 200) return std::move(reply->body);
-    why = j.value("name", "") + ": " +
+    why = m.name + ": " +
           (reply ? "HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 200) : reply.error().message);
   }
   return Error{ErrorCode::kUnavailable, "replication: no snapshot from another controller (" + why + ")"};
