@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -247,8 +248,9 @@ TEST(ReplicatedLog, EntriesComeBackInOrderWholeAcrossParts) {
   REQUIRE_ETCD();
   const int64_t epoch = lead(etcd, "s1");
   ha::LogWriter writer(options_of(etcd), epoch);
-  std::string big(2 * ha::kPartBytes + 12345, '\0');
-  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7919 % 251);
+  std::string big(2 * ha::kPartBytes + 12345, '\0');  // random: deflate cannot shrink it
+  std::mt19937 random(46);
+  for (auto& c : big) c = static_cast<char>(random());
   ASSERT_TRUE(writer.append(1, "one"));
   ASSERT_TRUE(writer.append(2, big));  // three parts
   ASSERT_TRUE(writer.append(3, std::string("th\0ree", 6)));
@@ -268,6 +270,61 @@ TEST(ReplicatedLog, EntriesComeBackInOrderWholeAcrossParts) {
   auto none = reader.read(3, 100);
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
+}
+
+// Rows as a day of submits writes them: the same keys and names over and over.
+std::string compressible_rows(size_t bytes) {
+  std::string rows;
+  for (int id = 1; rows.size() < bytes; ++id)
+    rows += R"({"id":)" + std::to_string(id) + R"(,"user":"ada","project":"llm","gpus":8,"command":["torchrun",)"
+            R"("train.py"],"state":"pending","reason":"waiting for resources"})";
+  return rows;
+}
+
+TEST(ReplicatedLog, EntriesAreStoredDeflatedAndAnEntryThatCannotBeReadIsRefused) {
+  REQUIRE_ETCD();
+  const int64_t epoch = lead(etcd, "s1");
+  ha::LogWriter writer(options_of(etcd), epoch);
+  const std::string rows = compressible_rows(3 * ha::kPartBytes);
+  ASSERT_TRUE(writer.append(1, rows));
+  ha::EtcdClient c({etcd.url()}, 2s);
+  auto stored = c.list("/test/log/");
+  ASSERT_TRUE(stored);
+  size_t bytes = 0;
+  for (const auto& kv : *stored) bytes += kv.value.size();
+  EXPECT_EQ(stored->size(), 1u) << "3 MB of rows deflated fit one part";
+  EXPECT_LT(bytes * 5, rows.size()) << "stored " << bytes << " bytes for " << rows.size();
+  ha::LogReader reader(options_of(etcd));
+  auto all = reader.read(0, 10);
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_TRUE((*all)[0].changeset == rows);
+
+  // Entry 2 in an encoding this version does not know: the reader stops with why, never hands it on.
+  ASSERT_TRUE(c.put(ha::log_key("/test", 2, 0, 1), "x-from-a-newer-version", 0));
+  auto unknown = reader.read(1, 10);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("entry 2"), std::string::npos) << unknown.error().message;
+}
+
+TEST(ReplicatedLog, DecodingRefusesATruncatedStreamAndAnOversizedClaim) {
+  const std::string rows = compressible_rows(100'000);
+  std::string stored = ha::encode_entry(rows);
+  ASSERT_EQ(stored[0], 'z');
+  auto back = ha::decode_entry(stored);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(*back == rows);
+  EXPECT_FALSE(ha::decode_entry(stored.substr(0, stored.size() / 2)));
+  std::string bomb = stored;
+  bomb[8] = 1;  // the length's top byte: 2^56 bytes and more
+  auto refused = ha::decode_entry(bomb);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("over the"), std::string::npos) << refused.error().message;
+  // What deflate cannot shrink is kept as it is; a changeset from before the tag (its own first byte 'T').
+  EXPECT_EQ(ha::encode_entry("ab"), "rab");
+  EXPECT_EQ(*ha::decode_entry("rab"), "ab");
+  EXPECT_EQ(*ha::decode_entry("T\x01\x02"), "T\x01\x02");
+  EXPECT_FALSE(ha::decode_entry(""));
 }
 
 TEST(ReplicatedLog, AnAppendIsFencedByTheTermAndAgreesWithItsOwnRetry) {

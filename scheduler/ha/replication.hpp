@@ -27,6 +27,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,14 @@ namespace railyard::ha {
 class EtcdClient;
 
 inline constexpr size_t kPartBytes = 1'000'000;  // base64 and JSON bring it to ~1.34 MB per request
+// The largest changeset an entry may inflate to (a bigger claim is refused before anything is allocated).
+inline constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30;
+
+// An entry as etcd stores it: the changeset deflated (JSON specs and names compress ~10x, and etcd's cost per
+// transaction grows with its bytes: three members each write it), behind a one-byte tag; decode_entry
+// undoes it, and refuses what it cannot read.
+std::string encode_entry(const std::string& changeset);
+Result<std::string> decode_entry(std::string_view stored);
 
 struct LogEntry {
   int64_t seq = 0;
