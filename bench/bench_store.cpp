@@ -12,12 +12,15 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
 
+#include "scheduler/lifecycle/job_table.hpp"
 #include "scheduler/store/sqlite_store.hpp"
+#include "topology/generator.hpp"
 
 namespace railyard::store {
 namespace {
@@ -129,6 +132,56 @@ void BM_SubmitCommit(benchmark::State& state) { commits(state, kSubmit); }
 void BM_StartCommit(benchmark::State& state) { commits(state, kStart); }
 BENCHMARK(BM_SubmitCommit)->Iterations(kIterations);
 BENCHMARK(BM_StartCommit)->Iterations(kIterations);
+
+// What a scheduler that starts (or takes over as the HA leader) spends reading a state of 100,000 pending
+// jobs: load() (the rows, each job's spec parsed), load() as a warm HA standby does it (the specs parsed while
+// it followed the log) and JobTable::load (the in-memory queue), separately.
+void BM_Load100k(benchmark::State& state) {
+  constexpr jobs::JobId kJobs = 100'000;
+  Db db;
+  for (jobs::JobId first = 1; first <= kJobs; first += 1000) {
+    WriteBatch b;
+    for (jobs::JobId id = first; id < first + 1000; ++id) {
+      JobRecord r = job(id);
+      r.spec.name = "state";
+      r.spec.gpus = 1;
+      r.spec.command = {"true"};
+      r.spec.time_limit_s = 600;
+      b.inserts.push_back(std::move(r));
+      b.events.push_back({"job:" + std::to_string(id), 1000 + id, "ada", "submitted", (1000 + id) * 1000});
+    }
+    db.commit(b);
+  }
+  auto cluster = topology::generate_superpod("dgx-h100-superpod", 1);
+  if (!cluster) std::abort();
+  double load_s = 0, warm_s = 0, table_s = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto stored = db.store->load();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!stored || stored->jobs.size() != static_cast<size_t>(kJobs)) std::abort();
+    lifecycle::JobTable table(*cluster);
+    table.load(std::move(*stored));
+    const auto t2 = std::chrono::steady_clock::now();
+    // As an HA standby that took over loads: with every spec parsed while it followed the log (not timed).
+    state.PauseTiming();
+    WarmSpecs warm;
+    if (!db.store->warm_specs(warm)) std::abort();
+    state.ResumeTiming();
+    const auto t3 = std::chrono::steady_clock::now();
+    auto warm_loaded = db.store->load(warm);
+    const auto t4 = std::chrono::steady_clock::now();
+    if (!warm_loaded || warm_loaded->jobs.size() != static_cast<size_t>(kJobs)) std::abort();
+    load_s += std::chrono::duration<double>(t1 - t0).count();
+    table_s += std::chrono::duration<double>(t2 - t1).count();
+    warm_s += std::chrono::duration<double>(t4 - t3).count();
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["load_ms"] = load_s / n * 1000;
+  state.counters["warm_load_ms"] = warm_s / n * 1000;
+  state.counters["table_ms"] = table_s / n * 1000;
+}
+BENCHMARK(BM_Load100k)->Iterations(3)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace railyard::store

@@ -109,7 +109,12 @@ for round in $(seq "$KILLS"); do
     [ $(($(ha_now_ms) - t0)) -lt 60000 ] || ha_fail "no takeover within 60 s"
   done
   times+=("$done_ms")
-  echo "round $round: killed $leader, $new accepted a submit after $done_ms ms"
+  # Where the time went, from the new leader's log: the lease (kill to "leads"), then loading the state
+  # ("leads" to "listening on").
+  at_ms() { date -d "$(grep -a "$1" "$HA_DIR/$new.log" | tail -1 | sed -E 's/^\[([^]]+)\].*/\1/')" +%s%3N 2>/dev/null || echo "$t0"; }
+  leads=$(($(at_ms "ha: $new leads") - t0))
+  loaded=$(($(at_ms "16 allocations live\|allocations live or held") - t0))
+  echo "round $round: killed $leader, $new accepted a submit after $done_ms ms (led at $leads ms, state loaded at $loaded ms)"
   ha_start_sched "$leader"
 done
 sorted=$(printf '%s\n' "${times[@]}" | sort -n)

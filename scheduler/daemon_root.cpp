@@ -232,15 +232,21 @@ Daemon::Step Daemon::follow_log(const std::string& name, std::unique_ptr<store::
   spdlog::info("ha: state replicated through etcd; {} holds the log up to entry {}", config_.db, *applied);
   follower = std::make_unique<ha::LogFollower>(
       log_options(), name, *applied,
-      [store = own.get()](std::span<const ha::LogEntry> entries) {
+      [this, store = own.get()](std::span<const ha::LogEntry> entries) {
         std::vector<store::ReplicatedEntry> rows;
         rows.reserve(entries.size());
         for (const auto& e : entries) rows.push_back({e.seq, e.changeset});
-        return store->apply_replicated(rows);
+        return store->apply_replicated(rows, &warm_specs_);
       },
-      std::chrono::milliseconds(50), [](const Error& e) {
+      std::chrono::milliseconds(50),
+      [](const Error& e) {
         // Behind the trimmed log: the next start rebuilds this database from a snapshot.
         if (e.code == ErrorCode::kNotFound) step_down(e.message + "; restarting rebuilds from a snapshot");
+      },
+      // A warm standby: every job's spec parsed now, and each new job's as its entry is applied, so that a
+      // takeover's load does not parse them (the bulk of loading a large state).
+      [this, store = own.get()] {
+        if (auto s = store->warm_specs(warm_specs_); !s) spdlog::warn("ha: warming the standby's copy: {}", s.error().message);
       });
   return std::nullopt;
 }
@@ -355,6 +361,16 @@ Daemon::Step Daemon::open_service() {
   }
   spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster_->name(), cluster_->node_count(),
                cluster_->gpu_count(), config_.db, (*st)->schema_version());
+  // A standby that took over loads with the specs it parsed while following, instead of parsing them again.
+  std::optional<store::StoredState> warm;
+  if (!warm_specs_.empty()) {
+    const size_t parsed = warm_specs_.size();
+    auto state = (*st)->load(warm_specs_);
+    if (!state) return Failed{state.error().message, 1};
+    spdlog::info("ha: {} of the {} jobs' specs were parsed while a standby", parsed, state->jobs.size());
+    warm = std::move(*state);
+    warm_specs_ = {};
+  }
   daemon::Loop loop{[this](std::function<void()> fn) { server_.post(std::move(fn)); },
                     [this](std::chrono::milliseconds delay, std::function<void()> fn) {
                       server_.post_after(delay, std::move(fn));
@@ -378,7 +394,7 @@ Daemon::Step Daemon::open_service() {
   service_->commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
   service_->sync_log_on_thread();                             // and the delayed sync's fsync
   service_->checkpoint_on_thread();                           // and the log's checkpoints
-  if (auto s = service_->open(); !s) return Failed{s.error().message, 1};
+  if (auto s = warm ? service_->open(std::move(*warm)) : service_->open(); !s) return Failed{s.error().message, 1};
   return std::nullopt;
 }
 

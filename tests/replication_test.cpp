@@ -130,6 +130,41 @@ TEST(Replication, AStandbyAppliesTheLeadersEntriesToTheSameState) {
   EXPECT_EQ((*key)->key, "k");
 }
 
+TEST(Replication, AStandbyKeepsTheSpecsOfTheJobsItAppliesAndItsLoadTakesThem) {
+  Leader leader;
+  leader.work();
+  WriteBatch more;
+  auto j3 = make_job(3, "cy");
+  j3.spec.command = {"torchrun", "train.py"};
+  more.inserts = {j3};
+  ASSERT_TRUE(leader.store->commit(more));
+
+  auto standby = open_store(leader.dir.file("standby.db"));
+  store::WarmSpecs warm;
+  ASSERT_TRUE(standby->apply_replicated(std::span(leader.log).first(1), &warm));
+  EXPECT_EQ(warm.size(), 2u) << "jobs 1 and 2, inserted by entry 1";
+  ASSERT_TRUE(standby->apply_replicated(std::span(leader.log).subspan(1), &warm));
+  ASSERT_EQ(warm.size(), 3u) << "updates of job 1 add nothing; job 3's insert does";
+  EXPECT_EQ(warm.at(3).command, j3.spec.command);
+  EXPECT_EQ(warm.at(2).user, "bob");
+
+  // The load takes a warm spec instead of the stored one (sound because a stored spec never changes: here
+  // one is changed on purpose to see which was used) and leaves nothing behind.
+  warm.at(2).name = "from the warm copy";
+  auto loaded = standby->load(warm);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_TRUE(warm.empty());
+  ASSERT_EQ(loaded->jobs.size(), 3u);
+  EXPECT_EQ(loaded->jobs[1].spec.name, "from the warm copy");
+  EXPECT_EQ(state_text(*standby), state_text(*leader.store));
+
+  // A standby that starts with a database warms every spec from it.
+  store::WarmSpecs fresh;
+  ASSERT_TRUE(standby->warm_specs(fresh));
+  EXPECT_EQ(fresh.size(), 3u);
+  EXPECT_EQ(fresh.at(1).user, "ada");
+}
+
 TEST(Replication, AWriteTheReplicatorRefusesIsNotCommitted) {
   Leader leader;
   leader.work();

@@ -95,8 +95,12 @@ ServiceStats Service::stats() const {
 Status Service::open() {
   auto state = pipeline_.connection().load();
   if (!state) return state.error();
-  intake_.load(state->idempotency);
-  table_.load(std::move(*state));
+  return open(std::move(*state));
+}
+
+Status Service::open(store::StoredState state) {
+  intake_.load(state.idempotency);
+  table_.load(std::move(state));
   next_id_ = table_.next_id();
   spdlog::info("loaded {} jobs ({} not finished)", table_.jobs().size(), table_.active_count());
   request_pass();

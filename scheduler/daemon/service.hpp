@@ -88,6 +88,8 @@ class Service {
 
   // Loads the store and requests a first pass.
   Status open();
+  // The same from a state already loaded from this service's store (an HA standby's warm load).
+  Status open(store::StoredState state);
 
   const JobTable& table() const { return table_; }
   JobTable& table() { return table_; }

@@ -123,51 +123,78 @@ Result<int64_t> Elector::campaign() {
     }
     register_member(etcd);
     if (const int64_t lease = lease_.load(); lease != 0) {
+      // Most rounds find the key held: a read says so without a write through etcd's Raft log, so a standby
+      // can look often (it notices an expired leader within `poll`) at little cost to etcd.
+      auto held = etcd.get(leader_key());
+      if (held && *held && (*held)->lease == lease) {
+        // Created with this lease by a try whose answer was lost: this instance won then.
+        auto info = parse_leader(**held);
+        return win((*held)->create_revision, info ? info->since_ms : wall_ms());
+      }
+      if (held && *held) {
+        note_holder(**held, logged_holder);
+        refresh_members(etcd);
+        if (!sleep_for(options_.poll)) return Error{ErrorCode::kUnavailable, "stopped"};
+        continue;
+      }
       json value = me;
       value["since_ms"] = wall_ms();
       auto r = etcd.create(leader_key(), value.dump(), lease);
-      if (r && r->created) {
-        {
-          std::lock_guard lock(mutex_);
-          leader_ = LeaderInfo{options_.name, options_.address, r->revision, value["since_ms"].get<int64_t>()};
-        }
-        leading_ = true;
-        watchdog_ = std::thread([this] { watchdog_loop(); });
-        observer_ = std::thread([this] { observe_loop(); });
-        spdlog::info("ha: {} leads, epoch {}", options_.name, r->revision);
-        return r->revision;
-      }
-      if (r && r->holder) {
-        auto info = parse_leader(*r->holder);
-        std::lock_guard lock(mutex_);
-        if (info && (!leader_ || leader_->epoch != info->epoch || !logged_holder)) {
-          spdlog::info("ha: standby; {} at {} leads (epoch {})", info->name, info->address, info->epoch);
-          logged_holder = true;
-        }
-        leader_ = info;
-      } else if (!r) {
-        spdlog::warn("ha: campaign: {}", r.error().message);
-      }
-      if (auto list = etcd.list(options_.prefix + "/members/")) {
-        auto members = read_members(*list);
-        std::lock_guard lock(mutex_);
-        members_ = std::move(members);
-      }
+      if (r && r->created) return win(r->revision, value["since_ms"].get<int64_t>());
+      if (r && r->holder) note_holder(*r->holder, logged_holder);
+      else if (!r) spdlog::warn("ha: campaign: {}", r.error().message);
+      refresh_members(etcd);
     }
     if (!sleep_for(options_.poll)) return Error{ErrorCode::kUnavailable, "stopped"};
   }
 }
 
+int64_t Elector::win(int64_t epoch, int64_t since_ms) {
+  {
+    std::lock_guard lock(mutex_);
+    leader_ = LeaderInfo{options_.name, options_.address, epoch, since_ms};
+  }
+  leading_ = true;
+  watchdog_ = std::thread([this] { watchdog_loop(); });
+  observer_ = std::thread([this] { observe_loop(); });
+  spdlog::info("ha: {} leads, epoch {}", options_.name, epoch);
+  return epoch;
+}
+
+void Elector::note_holder(const KeyValue& holder, bool& logged) {
+  auto info = parse_leader(holder);
+  std::lock_guard lock(mutex_);
+  if (info && (!leader_ || leader_->epoch != info->epoch || !logged)) {
+    spdlog::info("ha: standby; {} at {} leads (epoch {})", info->name, info->address, info->epoch);
+    logged = true;
+  }
+  leader_ = info;
+}
+
+void Elector::refresh_members(EtcdClient& etcd) {
+  const int64_t now = steady_ns();
+  if (now - members_read_ns_ < 1'000'000'000) return;  // once a second is fresh enough for GET /leader
+  members_read_ns_ = now;
+  if (auto list = etcd.list(options_.prefix + "/members/")) {
+    auto members = read_members(*list);
+    std::lock_guard lock(mutex_);
+    members_ = std::move(members);
+  }
+}
+
 void Elector::keepalive_loop() {
   EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.ca_file);
-  const milliseconds interval = std::max(milliseconds(200), milliseconds(options_.ttl_s * 1000 / 5));
-  while (sleep_for(interval)) {
+  const milliseconds interval = std::max(milliseconds(200), milliseconds(options_.ttl_s * 1000 / 3));
+  milliseconds next = interval;
+  while (sleep_for(next)) {
+    next = interval;
     const int64_t lease = lease_.load();
     const int64_t sent = steady_ns();
     auto ttl = etcd.keepalive(lease);
     if (!ttl) {
       spdlog::warn("ha: keepalive: {}", ttl.error().message);
-      continue;  // the watchdog decides when it is too late
+      next = std::min(interval, milliseconds(250));  // soon again; the watchdog decides when it is too late
+      continue;
     }
     if (*ttl > 0) {
       renewed_at_ns_ = sent;

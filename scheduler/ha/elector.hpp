@@ -5,7 +5,8 @@
 //                                 └─lost─► remember the holder (GET /api/v1/leader answers it), sleep `poll`
 //
 // The member key is put again with every new lease, and retried each round until etcd takes it. The lease is
-// renewed every TTL/5 from the start. Once leading, a watchdog compares a monotonic clock with
+// renewed every TTL/3 from the start, as etcd's own client does (a failed renewal is tried again after
+// 250 ms). A standby's round reads the leader key and tries to create it only when it is absent. Once leading, a watchdog compares a monotonic clock with
 // the send time of the last keepalive etcd confirmed: at TTL − margin without one, `on_lost` runs, so the
 // leader stops acting before etcd could expire its lease and elect another (etcd counts the TTL from when it
 // received that keepalive, which is later). `on_lost` also runs when the leader key is gone or held by
@@ -44,7 +45,7 @@ struct ElectorOptions {
   std::string prefix = "/railyard";    // keys: <prefix>/leader, <prefix>/members/<name>
   int ttl_s = 5;
   std::chrono::milliseconds margin{1500};  // stop acting this long before the lease could expire
-  std::chrono::milliseconds poll{200};     // how often a standby tries for the leader key
+  std::chrono::milliseconds poll{50};      // how often a standby looks at the leader key
 };
 
 struct LeaderInfo {
@@ -87,6 +88,9 @@ class Elector {
   void watchdog_loop();
   void observe_loop();  // once leading: the leader key is still ours; the member list
   void register_member(EtcdClient& etcd);
+  int64_t win(int64_t epoch, int64_t since_ms);  // leading from now: the watchdog and observer start
+  void note_holder(const KeyValue& holder, bool& logged);  // a standby: who leads (logged when it changes)
+  void refresh_members(EtcdClient& etcd);                  // the member list, at most once a second
   bool sleep_for(std::chrono::milliseconds d);  // false once stopping
   void lose(const std::string& why);
   std::string leader_key() const { return options_.prefix + "/leader"; }
@@ -106,6 +110,7 @@ class Elector {
   bool stopping_ = false;
   std::optional<LeaderInfo> leader_;
   std::vector<MemberInfo> members_;
+  int64_t members_read_ns_ = 0;  // campaign()'s thread only
   std::thread keepalive_, watchdog_, observer_;
 };
 

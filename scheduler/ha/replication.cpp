@@ -292,14 +292,18 @@ Result<int64_t> LogTrimmer::trim_once() {
 constexpr size_t kFollowPage = 256;  // entries per read of the log
 
 LogFollower::LogFollower(LogOptions options, std::string name, int64_t applied, Apply apply,
-                         std::chrono::milliseconds poll, std::function<void(const Error&)> failed)
+                         std::chrono::milliseconds poll, std::function<void(const Error&)> failed,
+                         std::function<void()> first)
     : options_(std::move(options)),
       name_(std::move(name)),
       apply_(std::move(apply)),
       poll_(poll),
       failed_(std::move(failed)),
       applied_(applied) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this, first = std::move(first)] {
+    if (first) first();
+    run();
+  });
 }
 
 LogFollower::~LogFollower() { stop(); }

@@ -154,10 +154,11 @@ Result<int64_t> log_base(EtcdClient& etcd, const std::string& prefix);
 class LogFollower {
  public:
   using Apply = std::function<Status(std::span<const LogEntry>)>;
-  // `failed` hears of the error that stopped it (on its thread).
+  // `failed` hears of the error that stopped it (on its thread); `first` runs on its thread before it reads
+  // the log (a standby warms its copy of the state there).
   LogFollower(LogOptions options, std::string name, int64_t applied, Apply apply,
               std::chrono::milliseconds poll = std::chrono::milliseconds(50),
-              std::function<void(const Error&)> failed = {});
+              std::function<void(const Error&)> failed = {}, std::function<void()> first = {});
   ~LogFollower();  // stop()
   LogFollower(const LogFollower&) = delete;
   LogFollower& operator=(const LogFollower&) = delete;

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -37,6 +38,39 @@ int64_t read_applied(sqlite3* db) {
 
 void write_applied(sqlite3* db, int64_t seq) {
   sql::Stmt(db, "UPDATE ha_log SET applied = ?").bind(1, seq).run();
+}
+
+// The (id, spec) of every job a changeset inserts, appended to `out`. The changeset's columns are in the
+// table's order, which both databases share (the same schema version).
+void inserted_jobs(sqlite3* db, const std::string& changeset, std::vector<std::pair<JobId, std::string>>& out) {
+  int id_column = -1, spec_column = -1;
+  {
+    sql::Stmt q(db, "SELECT cid, name FROM pragma_table_info('jobs')");
+    while (q.step()) {
+      if (q.text(1) == "id") id_column = static_cast<int>(q.int64(0));
+      if (q.text(1) == "spec") spec_column = static_cast<int>(q.int64(0));
+    }
+  }
+  if (id_column < 0 || spec_column < 0) return;
+  sqlite3_changeset_iter* it = nullptr;
+  if (sqlite3changeset_start(&it, static_cast<int>(changeset.size()), const_cast<char*>(changeset.data())) !=
+      SQLITE_OK)
+    return;
+  while (sqlite3changeset_next(it) == SQLITE_ROW) {
+    const char* table = nullptr;
+    int columns = 0, op = 0, indirect = 0;
+    if (sqlite3changeset_op(it, &table, &columns, &op, &indirect) != SQLITE_OK || op != SQLITE_INSERT ||
+        std::strcmp(table, "jobs") != 0 || std::max(id_column, spec_column) >= columns)
+      continue;
+    sqlite3_value* id = nullptr;
+    sqlite3_value* spec = nullptr;
+    if (sqlite3changeset_new(it, id_column, &id) != SQLITE_OK || sqlite3changeset_new(it, spec_column, &spec) != SQLITE_OK ||
+        !id || !spec || sqlite3_value_type(spec) != SQLITE_TEXT)
+      continue;
+    out.emplace_back(sqlite3_value_int64(id), std::string(reinterpret_cast<const char*>(sqlite3_value_text(spec)),
+                                                          static_cast<size_t>(sqlite3_value_bytes(spec))));
+  }
+  sqlite3changeset_finalize(it);
 }
 
 }  // namespace
@@ -166,11 +200,12 @@ Result<int64_t> SqliteStateStore::replicated_seq() {
   }
 }
 
-Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entries) {
+Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entries, WarmSpecs* warm) {
   if (entries.empty()) return ok();
   try {
     sql::Transaction tx(db_);
     int64_t applied = read_applied(db_);
+    std::vector<std::pair<JobId, std::string>> inserted;  // (id, spec) of the jobs the entries insert
     for (const auto& e : entries) {
       if (e.seq != applied + 1)
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) + " does not follow " +
@@ -182,10 +217,16 @@ Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entri
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) +
                                                " does not apply to this database (" + sqlite3_errstr(rc) +
                                                "): its history differs from the leader's"};
+      if (warm) inserted_jobs(db_, e.changeset, inserted);
       applied = e.seq;
     }
     write_applied(db_, applied);
     tx.commit();
+    // A spec that does not parse is left out: load() parses it again and says why.
+    for (auto& [id, text] : inserted) try {
+        warm->insert_or_assign(id, parse_stored_spec(id, text));
+      } catch (const std::exception&) {
+      }
     return ok();
   } catch (const std::exception& e) {
     return internal_error(std::string("state store: ") + e.what());

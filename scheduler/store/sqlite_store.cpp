@@ -40,6 +40,7 @@ std::string gpus_to_text(const JobRecord& r) { return gpus_to_text(r.gpus, r.sli
 
 void gpus_from_text(const std::string& text, std::vector<topology::GpuId>& gpus,
                     std::vector<sched::MigSlice>& slices) {
+  if (text == "[]") return;  // a pending job's (most of a deep queue's): not worth a parse
   for (const json& e : json::parse(text)) {
     if (e.is_number_integer()) {
       gpus.push_back(e.get<topology::GpuId>());
@@ -62,12 +63,16 @@ sched::NodeHealth parse_health(std::string_view s) {
   return sched::NodeHealth::kUp;
 }
 
-JobRecord read_job(const sql::Stmt& q) {
+JobRecord read_job(const sql::Stmt& q, WarmSpecs* warm) {
   JobRecord r;
   r.id = q.int64(0);
-  auto spec = jobs::parse_job_spec(json::parse(q.text(1)));
-  if (!spec) throw sql::SqlError("job " + std::to_string(r.id) + ": stored spec: " + spec.error().message);
-  r.spec = std::move(*spec);
+  auto known = warm ? warm->find(r.id) : WarmSpecs::iterator{};
+  if (warm && known != warm->end()) {
+    r.spec = std::move(known->second);
+    warm->erase(known);
+  } else {
+    r.spec = SqliteStateStore::parse_stored_spec(r.id, q.text(1));
+  }
   auto state = jobs::parse_state(q.text(2));
   if (!state) throw sql::SqlError("job " + std::to_string(r.id) + ": unknown state " + q.text(2));
   r.state = *state;
@@ -77,7 +82,7 @@ JobRecord read_job(const sql::Stmt& q) {
   if (auto e = q.opt_int64(6)) r.exit_code = static_cast<int>(*e);
   r.reason = q.text(7);
   gpus_from_text(q.text(8), r);
-  r.nodes = json::parse(q.text(9)).get<std::vector<std::string>>();
+  if (std::string nodes = q.text(9); nodes != "[]") r.nodes = json::parse(nodes).get<std::vector<std::string>>();
   r.leaves_spanned = static_cast<int>(q.int64(10));
   r.min_leaves = static_cast<int>(q.int64(11));
   r.estimated_start = q.opt_int64(12);
@@ -182,14 +187,33 @@ void SqliteStateStore::migrate(int target_version) {
   }
 }
 
-Result<StoredState> SqliteStateStore::load() {
+jobs::JobSpec SqliteStateStore::parse_stored_spec(JobId id, const std::string& text) {
+  auto spec = jobs::parse_job_spec(json::parse(text));
+  if (!spec) throw sql::SqlError("job " + std::to_string(id) + ": stored spec: " + spec.error().message);
+  return std::move(*spec);
+}
+
+Result<StoredState> SqliteStateStore::load() { return load_with(nullptr); }
+
+Result<StoredState> SqliteStateStore::load(WarmSpecs& warm) { return load_with(&warm); }
+
+Status SqliteStateStore::warm_specs(WarmSpecs& warm) {
+  return guarded([&]() -> Status {
+    sql::Stmt q(db_, "SELECT id, spec FROM jobs");
+    while (q.step())
+      if (!warm.contains(q.int64(0))) warm.emplace(q.int64(0), parse_stored_spec(q.int64(0), q.text(1)));
+    return ok();
+  });
+}
+
+Result<StoredState> SqliteStateStore::load_with(WarmSpecs* warm) {
   return guarded([&]() -> Result<StoredState> {
     StoredState s;
     sql::Stmt q(db_,
                 "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
                 "leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt, compact_since, held_by, "
                 "held_by_admin FROM jobs ORDER BY id");
-    while (q.step()) s.jobs.push_back(read_job(q));
+    while (q.step()) s.jobs.push_back(read_job(q, warm));
     sql::Stmt n(db_, "SELECT name, health, reason FROM nodes ORDER BY name");
     while (n.step()) s.nodes.push_back({n.text(0), parse_health(n.text(1)), n.text(2)});
     sql::Stmt h(db_, "SELECT alloc, job, gpus, nodes FROM gpu_holds ORDER BY alloc");

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "scheduler/store/state_store.hpp"
 
@@ -30,6 +31,11 @@ struct ReplicatedEntry {
   std::string changeset;
 };
 
+// Parsed job specs by job id, which a standby keeps as it applies the leader's entries (apply_replicated), so
+// that the load() of its takeover need not parse every job's spec again (100,000 of them take most of a
+// second). Sound because a job's spec never changes once it is stored.
+using WarmSpecs = std::unordered_map<JobId, jobs::JobSpec>;
+
 // Where a leader's write transactions go before they commit: entry `seq` with its changeset. An error rolls
 // the transaction back; kConflict means this store may write nothing more (its on_fenced hook runs).
 using Replicator = std::function<Status(int64_t seq, const std::string& changeset)>;
@@ -44,6 +50,8 @@ class SqliteStateStore final : public StateStore {
 
   int schema_version() const override { return version_; }
   Result<StoredState> load() override;
+  // load() taking the specs `warm` holds (moved out of it) instead of parsing them.
+  Result<StoredState> load(WarmSpecs& warm);
   Status commit(const WriteBatch& batch) override;
   Status commit_all(std::span<const WriteBatch* const> batches) override;
   Status sync() override;
@@ -85,8 +93,13 @@ class SqliteStateStore final : public StateStore {
   // The number of the last entry this database wrote or applied; 0 for none.
   Result<int64_t> replicated_seq();
   // A standby's side: applies `entries` in one transaction; the first must follow replicated_seq(). Any
-  // conflict (a row that is not as the entry expects) refuses them all: kConflict, nothing applied.
-  Status apply_replicated(std::span<const ReplicatedEntry> entries);
+  // conflict (a row that is not as the entry expects) refuses them all: kConflict, nothing applied. With
+  // `warm`, the specs of the jobs the entries insert are parsed into it.
+  Status apply_replicated(std::span<const ReplicatedEntry> entries, WarmSpecs* warm = nullptr);
+  // Every stored job's spec, parsed, into `warm`.
+  Status warm_specs(WarmSpecs& warm);
+  // A job's spec as the jobs table stores it, parsed (throws sql::SqlError when it does not parse).
+  static jobs::JobSpec parse_stored_spec(JobId id, const std::string& text);
   // A consistent copy of the database at `db` written to `out` (a file of its own, not in WAL mode), read
   // through a connection of its own while others write: what a standby serves to a controller rebuilding.
   static Status snapshot_to(const std::string& db, const std::string& out);
@@ -95,6 +108,7 @@ class SqliteStateStore final : public StateStore {
   struct Statements;  // the commit path's statements, prepared once
   explicit SqliteStateStore(sqlite3* db);
   void migrate(int target_version);
+  Result<StoredState> load_with(WarmSpecs* warm);
   void write(const WriteBatch& batch);
   // `body`'s writes in one transaction, fenced, recorded and replicated when a replicator is set.
   Status replicated_write(const std::function<void()>& body);
