@@ -192,9 +192,13 @@ int Daemon::run() {
 Daemon::Step Daemon::elect() {
   if (config_.ha_etcd.empty()) return std::nullopt;
   if (listen_.port == 0) return Failed{"--ha-etcd needs a fixed --listen port (clients and agents list it)", 2};
+  if (config_.ha_etcd_cert.empty() != config_.ha_etcd_key.empty())
+    return Failed{"--ha-etcd-cert and --ha-etcd-key go together", 2};
+  if (!config_.ha_etcd_cert.empty() || !config_.ha_etcd_ca.empty())
+    if (auto s = net::check_client_tls(etcd_tls()); !s) return Failed{"etcd TLS: " + s.error().message, 2};
   ha::ElectorOptions eo;
   eo.endpoints = ha::split_endpoints(config_.ha_etcd);
-  eo.ca_file = config_.ha_etcd_ca;
+  eo.tls = etcd_tls();
   eo.name = config_.ha_name.empty() ? listen_.host + ":" + std::to_string(listen_.port) : config_.ha_name;
   eo.address = !config_.ha_advertise.empty()
                    ? config_.ha_advertise
@@ -278,7 +282,7 @@ Daemon::Step Daemon::take_over_log(store::SqliteStateStore& own, ha::LogFollower
 Daemon::Step Daemon::rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>& own, const std::string& name) {
   auto applied = own->replicated_seq();
   if (!applied) return Failed{applied.error().message, 1};
-  ha::EtcdClient etcd(log_options().endpoints, log_options().timeout, config_.ha_etcd_ca);
+  ha::EtcdClient etcd(log_options().endpoints, log_options().timeout, etcd_tls());
   auto base = ha::log_base(etcd, log_options().prefix);
   if (!base) {
     spdlog::warn("ha: the log's base is not known yet ({}); following finds out", base.error().message);
@@ -319,10 +323,12 @@ Daemon::Step Daemon::rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>&
   return std::nullopt;
 }
 
+net::ClientTls Daemon::etcd_tls() const { return {config_.ha_etcd_ca, config_.ha_etcd_cert, config_.ha_etcd_key}; }
+
 ha::LogOptions Daemon::log_options() const {
   ha::LogOptions o;
   o.endpoints = ha::split_endpoints(config_.ha_etcd);
-  o.ca_file = config_.ha_etcd_ca;
+  o.tls = etcd_tls();
   return o;
 }
 

@@ -48,6 +48,7 @@ class Daemon {
   Step elect();          // with --ha-etcd: serve as a standby until leading (epoch_); "stopped" ends run()
   // With replicated state: the log's options; opens the own database and follows the log while a standby.
   ha::LogOptions log_options() const;
+  net::ClientTls etcd_tls() const;  // --ha-etcd-ca, --ha-etcd-cert, --ha-etcd-key
   bool replicated() const { return !config_.ha_etcd.empty() && config_.ha_state == "etcd"; }
   // Opens the own database (rebuilt from a snapshot when the log is trimmed past it) and follows the log.
   Step follow_log(const std::string& name, std::unique_ptr<store::SqliteStateStore>& own,

@@ -179,6 +179,10 @@ void add_serve_options(CLI::App& app, daemon::DaemonConfig& config, std::string&
       ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   app.add_option("--ha-etcd-ca", config.ha_etcd_ca,
                  "PEM CA bundle that verifies https:// --ha-etcd endpoints (default: the system's trust store)");
+  app.add_option("--ha-etcd-cert", config.ha_etcd_cert,
+                 "PEM client certificate shown to etcd members that require one (--client-cert-auth); with "
+                 "--ha-etcd-key");
+  app.add_option("--ha-etcd-key", config.ha_etcd_key, "the private key of --ha-etcd-cert (PEM)");
 }
 
 // The config-file keys whose flags the command line gave: flags win over the file.
@@ -215,7 +219,9 @@ std::set<std::string> flags_given(const CLI::App& app) {
                                                         {"ha_ttl", "--ha-ttl"},
                                                         {"ha_state", "--ha-state"},
                                                         {"ha_log_keep", "--ha-log-keep"},
-                                                        {"ha_etcd_ca", "--ha-etcd-ca"}};
+                                                        {"ha_etcd_ca", "--ha-etcd-ca"},
+                                                        {"ha_etcd_cert", "--ha-etcd-cert"},
+                                                        {"ha_etcd_key", "--ha-etcd-key"}};
   for (const auto& [key, flag] : dashed)
     if (app.count(flag) > 0) given.insert(key);
   return given;

@@ -88,12 +88,15 @@ TEST(DaemonConfig, HighAvailabilityKeysAreReadValidatedAndLoseToTheFlags) {
   DaemonConfig c;
   EXPECT_EQ(c.ha_state, "etcd") << "replicated state by default";
   ASSERT_TRUE(merge(R"({"ha_etcd": "https://e1:2379,https://e2:2379", "ha_name": "ctl1", "ha_advertise":
-                       "https://ctl1:8700", "ha_etcd_ca": "/etc/ca.pem", "ha_state": "shared"})",
+                       "https://ctl1:8700", "ha_etcd_ca": "/etc/ca.pem", "ha_state": "shared",
+                       "ha_etcd_cert": "/etc/railyard/etcd-client.pem", "ha_etcd_key": "/etc/railyard/etcd-client.key"})",
                     {}, c));
   EXPECT_EQ(c.ha_etcd, "https://e1:2379,https://e2:2379");
   EXPECT_EQ(c.ha_name, "ctl1");
   EXPECT_EQ(c.ha_advertise, "https://ctl1:8700");
   EXPECT_EQ(c.ha_etcd_ca, "/etc/ca.pem");
+  EXPECT_EQ(c.ha_etcd_cert, "/etc/railyard/etcd-client.pem");
+  EXPECT_EQ(c.ha_etcd_key, "/etc/railyard/etcd-client.key");
   EXPECT_EQ(c.ha_state, "shared");
   DaemonConfig flagged;
   flagged.ha_name = "from-flag";

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -52,19 +53,49 @@ inline int free_port() {
   return 0;
 }
 
+// Certificates made with the openssl command in `dir`: ca.pem (ca.key) signs server.pem (for 127.0.0.1) and
+// client.pem; other-client.pem is signed by an unrelated CA. False when openssl failed.
+inline bool make_etcd_certificates(const fs::path& dir) {
+  const auto run = [](const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; };
+  const std::string d = dir.string() + "/";
+  std::ofstream(d + "san.ext") << "subjectAltName=IP:127.0.0.1\n";
+  bool ok = run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=etcd-test-ca -keyout " + d +
+                "ca.key -out " + d + "ca.pem") &&
+            run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca -keyout " + d +
+                "other.key -out " + d + "other.pem");
+  for (const std::string name : {"server", "client", "other-client"}) {
+    const std::string ca = name == "other-client" ? "other" : "ca";
+    ok = ok &&
+         run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + d + name + ".key -out " + d +
+             name + ".csr") &&
+         run("openssl x509 -req -days 2 -in " + d + name + ".csr -CA " + d + ca + ".pem -CAkey " + d + ca +
+             ".key -CAcreateserial -extfile " + d + "san.ext -out " + d + name + ".pem");
+  }
+  return ok;
+}
+
 // One etcd member with its data in a temporary directory, killed and removed at the end.
 class Etcd {
  public:
-  bool start(const std::string& binary) {
+  // `tls_dir`: certificates of make_etcd_certificates; the member then serves https and requires a client
+  // certificate its CA signed (--client-cert-auth), as a production etcd does.
+  bool start(const std::string& binary, const fs::path& tls_dir = {}) {
     dir_ = fs::temp_directory_path() / ("railyard_etcd_" + std::to_string(::getpid()) + "_" + std::to_string(++instances_));
     fs::create_directories(dir_);
     const int client = free_port(), peer = free_port();
-    url_ = "http://127.0.0.1:" + std::to_string(client);
+    url_ = std::string(tls_dir.empty() ? "http" : "https") + "://127.0.0.1:" + std::to_string(client);
     const std::string p = "http://127.0.0.1:" + std::to_string(peer);
     std::vector<std::string> args{binary, "--name", "e1", "--data-dir", (dir_ / "data").string(),
                                   "--listen-client-urls", url_, "--advertise-client-urls", url_,
                                   "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
                                   "--initial-cluster", "e1=" + p};
+    net::ClientTls tls;
+    if (!tls_dir.empty()) {
+      for (std::string flag : {"--cert-file=server.pem", "--key-file=server.key", "--trusted-ca-file=ca.pem"})
+        args.push_back(flag.replace(flag.find('=') + 1, 0, tls_dir.string() + "/"));
+      args.push_back("--client-cert-auth");
+      tls = {(tls_dir / "ca.pem").string(), (tls_dir / "client.pem").string(), (tls_dir / "client.key").string()};
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -81,7 +112,7 @@ class Etcd {
     }
     auto parsed = net::parse_http_url(url_);
     if (!parsed) return false;
-    net::HttpClient health(url_, *parsed, 500ms);
+    net::HttpClient health(url_, *parsed, 500ms, tls);
     for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
       if (auto r = health.request("GET", "/health"); r && r->status == 200) return true;
       if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {  // exited: the log says why

@@ -342,6 +342,50 @@ TEST(ReplicatedLog, EntriesAreStoredDeflatedAndAnEntryThatCannotBeReadIsRefused)
   EXPECT_NE(unknown.error().message.find("entry 2"), std::string::npos) << unknown.error().message;
 }
 
+// etcd as production runs it: https and --client-cert-auth. The schedulers' client certificate is what lets
+// them in; without it, or with one another CA signed, etcd refuses the connection (no one else may write the
+// log that standbys apply).
+TEST(ReplicatedLog, AnEtcdThatRequiresClientCertificatesTakesOnlyTheSchedulers) {
+  const std::string etcd_binary = testing::find_etcd();
+  if (etcd_binary.empty()) GTEST_SKIP() << "etcd is not installed (deploy/bootstrap.sh installs etcd-server)";
+  testing::TempDir certs;
+  ASSERT_TRUE(testing::make_etcd_certificates(certs.path())) << "openssl could not make the certificates";
+  testing::Etcd etcd;
+  ASSERT_TRUE(etcd.start(etcd_binary, certs.path())) << etcd.log();
+  const net::ClientTls ours{certs.file("ca.pem"), certs.file("client.pem"), certs.file("client.key")};
+
+  ha::LogOptions options = options_of(etcd);
+  options.tls = ours;
+  ha::EtcdClient c({etcd.url()}, 2s, ours);
+  auto lease = c.grant(10);
+  ASSERT_TRUE(lease) << lease.error().message;
+  auto won = c.create("/test/leader", "s1", *lease);
+  ASSERT_TRUE(won && won->created);
+  ASSERT_TRUE(ha::LogWriter(options, won->revision).append(1, "over TLS"));
+  auto all = ha::LogReader(options).read(0, 10);
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].changeset, "over TLS");
+
+  for (const net::ClientTls& stranger :
+       {net::ClientTls{certs.file("ca.pem"), "", ""},
+        net::ClientTls{certs.file("ca.pem"), certs.file("other-client.pem"), certs.file("other-client.key")}}) {
+    ha::EtcdClient refused({etcd.url()}, 2s, stranger);
+    auto put = refused.put("/test/log/x", "injected", 0);
+    EXPECT_FALSE(put) << "etcd took a write from a client without the schedulers' certificate";
+  }
+  auto still = c.list("/test/log/");
+  ASSERT_TRUE(still);
+  EXPECT_EQ(still->size(), 1u);
+
+  EXPECT_TRUE(net::check_client_tls(ours));
+  auto mismatched = net::check_client_tls({certs.file("ca.pem"), certs.file("client.pem"), certs.file("server.key")});
+  ASSERT_FALSE(mismatched);
+  EXPECT_NE(mismatched.error().message.find("not the PEM private key"), std::string::npos)
+      << mismatched.error().message;
+  EXPECT_FALSE(net::check_client_tls({certs.file("ca.pem"), certs.file("client.pem"), ""}));
+}
+
 TEST(ReplicatedLog, DecodingRefusesATruncatedStreamAndAnOversizedClaim) {
   const std::string rows = compressible_rows(100'000);
   std::string stored = ha::encode_entry(rows);

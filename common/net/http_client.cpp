@@ -65,7 +65,7 @@ Result<HttpUrl> parse_http_url(const std::string& url, const std::string& what) 
 struct HttpClient::Impl {
   HttpUrl url;
   std::chrono::milliseconds timeout;
-  std::string ca_file;
+  ClientTls tls;
   asio::io_context io;
   std::shared_ptr<ssl::context> tls_ctx;  // made on the first https connection
   std::optional<beast::tcp_stream> plain;
@@ -172,11 +172,20 @@ struct HttpClient::Impl {
   }
 };
 
+Status check_client_tls(const ClientTls& tls) {
+  auto ctx = make_client_tls_context(tls.ca_file, tls.cert_file, tls.key_file);
+  if (!ctx) return ctx.error();
+  return ok();
+}
+
 HttpClient::HttpClient(std::string url, HttpUrl parsed, std::chrono::milliseconds timeout, std::string ca_file)
+    : HttpClient(std::move(url), std::move(parsed), timeout, ClientTls{std::move(ca_file), "", ""}) {}
+
+HttpClient::HttpClient(std::string url, HttpUrl parsed, std::chrono::milliseconds timeout, ClientTls tls)
     : url_(std::move(url)), impl_(std::make_unique<Impl>()) {
   impl_->url = std::move(parsed);
   impl_->timeout = timeout;
-  impl_->ca_file = std::move(ca_file);
+  impl_->tls = std::move(tls);
 }
 
 HttpClient::~HttpClient() = default;
@@ -184,7 +193,7 @@ HttpClient::~HttpClient() = default;
 Result<HttpReply> HttpClient::request(const std::string& method, const std::string& target,
                                       const std::string& body, const std::string& bearer_token) {
   if (impl_->url.tls && !impl_->tls_ctx) {
-    auto ctx = make_client_tls_context(impl_->ca_file);
+    auto ctx = make_client_tls_context(impl_->tls.ca_file, impl_->tls.cert_file, impl_->tls.key_file);
     if (!ctx) return ctx.error();
     impl_->tls_ctx = std::move(*ctx);
   }

@@ -24,6 +24,17 @@ struct HttpUrl {
   std::string unix_path;    // unix:/PATH: plain HTTP over the Unix socket at PATH (host "localhost")
 };
 
+// How an https client verifies servers (`ca_file`, "" = the system's trust store) and, where a server asks,
+// which certificate it shows (`cert_file` and its `key_file`; none when empty).
+struct ClientTls {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
+// Whether those files make a client TLS context (readable, PEM, the key the certificate's): at start-up, so
+// that a wrong path is said once instead of at every request.
+Status check_client_tls(const ClientTls& tls);
+
 // "http://127.0.0.1:8600", "https://host:8600/", "127.0.0.1:8600" (scheme optional: http),
 // "unix:/run/railyard.sock" (an absolute path).
 // Errors name `what` (e.g. "--url").
@@ -38,6 +49,7 @@ class HttpClient {
  public:
   // `url` is kept for messages ("cannot reach the scheduler at URL: ..."); `ca_file` is used for https only.
   HttpClient(std::string url, HttpUrl parsed, std::chrono::milliseconds timeout, std::string ca_file = "");
+  HttpClient(std::string url, HttpUrl parsed, std::chrono::milliseconds timeout, ClientTls tls);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;

@@ -71,7 +71,8 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
   if (key == "listen" || key == "db" || key == "cluster" || key == "preset" || key == "web_root" ||
       key == "agent_secret_file" || key == "tls_cert" || key == "tls_key" || key == "unix_socket" ||
       key == "admin_group" || key == "high_qos_users" || key == "unix_socket_mode" || key == "ha_etcd" ||
-      key == "ha_name" || key == "ha_advertise" || key == "ha_etcd_ca" || key == "ha_state") {
+      key == "ha_name" || key == "ha_advertise" || key == "ha_etcd_ca" || key == "ha_etcd_cert" ||
+      key == "ha_etcd_key" || key == "ha_state") {
     const bool state_ok = key != "ha_state" || (v.is_string() && (v == "etcd" || v == "shared"));
     s = want(v.is_string() && (key != "unix_socket_mode" || parse_socket_mode(v.get<std::string>())) && state_ok,
              key == "unix_socket_mode" ? "an octal mode string from \"0600\" to \"0777\", like \"0600\""
@@ -93,6 +94,8 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
                            : key == "ha_name"           ? c.ha_name
                            : key == "ha_advertise"      ? c.ha_advertise
                            : key == "ha_etcd_ca"        ? c.ha_etcd_ca
+                           : key == "ha_etcd_cert"      ? c.ha_etcd_cert
+                           : key == "ha_etcd_key"       ? c.ha_etcd_key
                            : key == "ha_state"          ? c.ha_state
                                                         : c.preset;
       field = v.get<std::string>();
@@ -168,7 +171,8 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
         "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, fairshare_half_life, tls_cert, tls_key, submit_durability, max_connections, "
         "header_timeout, max_connections_per_address, unix_socket, unix_socket_mode, admin_group, "
-        "high_qos_users, ha_etcd, ha_name, ha_advertise, ha_ttl, ha_state, ha_log_keep, ha_etcd_ca)");
+        "high_qos_users, ha_etcd, ha_name, ha_advertise, ha_ttl, ha_state, ha_log_keep, ha_etcd_ca, ha_etcd_cert, "
+        "ha_etcd_key)");
   }
   return s;
 }

@@ -84,6 +84,9 @@ struct DaemonConfig {
   int64_t ha_log_keep = 20000;
   // A PEM CA bundle to verify https:// etcd endpoints by ("" = the system's trust store).
   std::string ha_etcd_ca;
+  // The client certificate (PEM chain) and its key shown to etcd members run with --client-cert-auth.
+  std::string ha_etcd_cert;
+  std::string ha_etcd_key;
 };
 
 // "0600", "660", ... -> the mode: octal, at most 0777, read and write for the owner (the scheduler's user

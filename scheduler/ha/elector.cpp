@@ -53,7 +53,7 @@ Elector::~Elector() {
   for (auto* t : {&keepalive_, &watchdog_, &observer_})
     if (t->joinable()) t->join();
   if (const int64_t lease = lease_.load(); lease != 0 && !lost_.load()) {
-    EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.ca_file);
+    EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.tls);
     if (auto s = etcd.revoke(lease); !s) spdlog::warn("ha: revoking the lease: {}", s.error().message);
   }
 }
@@ -102,7 +102,7 @@ void Elector::register_member(EtcdClient& etcd) {
 }
 
 Result<int64_t> Elector::campaign() {
-  EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.ca_file);
+  EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.tls);
   const json me = {{"name", options_.name}, {"address", options_.address}, {"since_ms", started_ms_}};
   bool logged_holder = false;
   for (;;) {
@@ -183,7 +183,7 @@ void Elector::refresh_members(EtcdClient& etcd) {
 }
 
 void Elector::keepalive_loop() {
-  EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.ca_file);
+  EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.tls);
   const milliseconds interval = std::max(milliseconds(200), milliseconds(options_.ttl_s * 1000 / 3));
   milliseconds next = interval;
   while (sleep_for(next)) {
@@ -223,7 +223,7 @@ void Elector::watchdog_loop() {
 }
 
 void Elector::observe_loop() {
-  EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.ca_file);
+  EtcdClient etcd(options_.endpoints, request_timeout(options_), options_.tls);
   while (sleep_for(milliseconds(1000))) {
     auto kv = etcd.get(leader_key());
     if (kv && (!*kv || (*kv)->lease != lease_.load()))

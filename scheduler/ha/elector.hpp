@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/net/http_client.hpp"
 #include "common/result.hpp"
 
 namespace railyard::ha {
@@ -39,7 +40,7 @@ struct KeyValue;
 
 struct ElectorOptions {
   std::vector<std::string> endpoints;  // etcd client URLs
-  std::string ca_file;                 // verifies https:// endpoints ("" = the system's trust store)
+  net::ClientTls tls;                  // https:// endpoints: the CA ("" = the system's), a client certificate
   std::string name;                    // this instance (--ha-name), unique in the cluster
   std::string address;                 // the URL clients reach this instance at (http://host:port)
   std::string prefix = "/railyard";    // keys: <prefix>/leader, <prefix>/members/<name>

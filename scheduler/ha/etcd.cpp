@@ -117,8 +117,8 @@ std::string base64_decode(const std::string& text) {
   return out;
 }
 
-EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, std::string ca_file)
-    : endpoints_(std::move(endpoints)), timeout_(timeout), ca_file_(std::move(ca_file)) {
+EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, net::ClientTls tls)
+    : endpoints_(std::move(endpoints)), timeout_(timeout), tls_(std::move(tls)) {
   clients_.resize(endpoints_.size());
 }
 
@@ -133,7 +133,7 @@ Result<std::string> EtcdClient::call(const std::string& path, const std::string&
     if (!client) {
       auto parsed = net::parse_http_url(endpoints_[k], "--ha-etcd");
       if (!parsed) return parsed.error();
-      client = std::make_unique<net::HttpClient>(endpoints_[k], std::move(*parsed), timeout_, ca_file_);
+      client = std::make_unique<net::HttpClient>(endpoints_[k], std::move(*parsed), timeout_, tls_);
     }
     auto reply = client->request("POST", path, body);
     if (reply && reply->status == 200) return std::move(reply->body);

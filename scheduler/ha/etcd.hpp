@@ -14,11 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "common/net/http_client.hpp"
 #include "common/result.hpp"
 
-namespace railyard::net {
-class HttpClient;
-}
 
 namespace railyard::ha {
 
@@ -61,8 +59,9 @@ std::string base64_decode(const std::string& text);
 
 class EtcdClient {
  public:
-  // `ca_file`: verifies https:// endpoints ("" = the system's trust store).
-  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, std::string ca_file = "");
+  // `tls`: how https:// endpoints are verified, and the client certificate shown to a cluster that requires
+  // one (etcd's --client-cert-auth).
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, net::ClientTls tls = {});
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
@@ -110,7 +109,7 @@ class EtcdClient {
 
   std::vector<std::string> endpoints_;
   std::chrono::milliseconds timeout_;
-  std::string ca_file_;
+  net::ClientTls tls_;
   size_t current_ = 0;
   std::vector<std::unique_ptr<net::HttpClient>> clients_;  // one per endpoint, made on first use
 };

@@ -43,7 +43,7 @@ std::optional<PartKey> parse_part_key(const std::string& prefix, const std::stri
 }
 
 std::unique_ptr<EtcdClient> client_of(const LogOptions& o) {
-  return std::make_unique<EtcdClient>(o.endpoints, o.timeout, o.ca_file);
+  return std::make_unique<EtcdClient>(o.endpoints, o.timeout, o.tls);
 }
 
 // An encoded entry's first byte says how the rest holds the changeset.
@@ -280,7 +280,7 @@ Result<int64_t> LogTrimmer::trim_once() {
     if (auto s = etcd_->compact(now->revision); !s) spdlog::warn("ha: etcd compaction: {}", s.error().message);
   }
   for (const auto& endpoint : options_.endpoints) {
-    EtcdClient member({endpoint}, options_.timeout * 10, options_.ca_file);  // a defragmentation takes its time
+    EtcdClient member({endpoint}, options_.timeout * 10, options_.tls);  // a defragmentation takes its time
     auto st = member.status();
     if (!st || st->db_size - st->db_size_in_use < trim_.defrag_slack_bytes) continue;
     spdlog::info("ha: defragmenting etcd member {} ({} bytes, {} in use)", endpoint, st->db_size, st->db_size_in_use);
@@ -385,7 +385,7 @@ Status LogFollower::catch_up() {
 }
 
 Result<std::string> snapshot_key(const LogOptions& options) {
-  EtcdClient etcd(options.endpoints, options.timeout, options.ca_file);
+  EtcdClient etcd(options.endpoints, options.timeout, options.tls);
   const std::string key = options.prefix + "/snapshot-key";
   std::string fresh(32, '\0');
   std::random_device rd;
@@ -404,7 +404,7 @@ Result<std::string> snapshot_key(const LogOptions& options) {
 }
 
 Result<std::string> fetch_snapshot(const LogOptions& options, const std::string& self, const std::string& key) {
-  EtcdClient etcd(options.endpoints, options.timeout, options.ca_file);
+  EtcdClient etcd(options.endpoints, options.timeout, options.tls);
   auto members = etcd.list(options.prefix + "/members/");
   if (!members) return members.error();
   std::string why = "no other controller is registered";
@@ -414,7 +414,7 @@ Result<std::string> fetch_snapshot(const LogOptions& options, const std::string&
     auto parsed = net::parse_http_url(address);
     if (!parsed) continue;
     // The other controller's address is a scheduler URL: verified like etcd's (one CA for the controllers).
-    net::HttpClient client(address, *parsed, std::chrono::seconds(120), options.ca_file);
+    net::HttpClient client(address, *parsed, std::chrono::seconds(120), options.tls.ca_file);
     auto reply = client.request("GET", "/api/v1/ha/snapshot", "", key);
     if (reply && reply->status == 200) return std::move(reply->body);
     why = m.name + ": " +

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/net/http_client.hpp"
 #include "common/result.hpp"
 
 namespace railyard::ha {
@@ -54,7 +55,7 @@ struct LogEntry {
 
 struct LogOptions {
   std::vector<std::string> endpoints;
-  std::string ca_file;  // verifies https:// endpoints ("" = the system's trust store)
+  net::ClientTls tls;  // https:// endpoints: the CA ("" = the system's trust store), a client certificate
   std::string prefix = "/railyard";
   std::chrono::milliseconds timeout{2000};  // one etcd request (each member tried once per call)
 };
