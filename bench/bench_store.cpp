@@ -134,8 +134,8 @@ BENCHMARK(BM_SubmitCommit)->Iterations(kIterations);
 BENCHMARK(BM_StartCommit)->Iterations(kIterations);
 
 // What a scheduler that starts (or takes over as the HA leader) spends reading a state of 100,000 pending
-// jobs: load() (the rows, each job's spec parsed), load() as a warm HA standby does it (the specs parsed while
-// it followed the log) and JobTable::load (the in-memory queue), separately.
+// jobs: load() (the rows, each job's spec parsed), load() as a warm HA standby does it (from the jobs it kept
+// while it followed the log) and JobTable::load (the in-memory queue), separately.
 void BM_Load100k(benchmark::State& state) {
   constexpr jobs::JobId kJobs = 100'000;
   Db db;
@@ -163,10 +163,10 @@ void BM_Load100k(benchmark::State& state) {
     lifecycle::JobTable table(*cluster);
     table.load(std::move(*stored));
     const auto t2 = std::chrono::steady_clock::now();
-    // As an HA standby that took over loads: with every spec parsed while it followed the log (not timed).
+    // As an HA standby that took over loads: from the copy of the jobs it kept while following (not timed).
     state.PauseTiming();
-    WarmSpecs warm;
-    if (!db.store->warm_specs(warm)) std::abort();
+    WarmJobs warm;
+    if (!db.store->warm_jobs(warm)) std::abort();
     state.ResumeTiming();
     const auto t3 = std::chrono::steady_clock::now();
     auto warm_loaded = db.store->load(warm);

@@ -240,17 +240,17 @@ Daemon::Step Daemon::follow_log(const std::string& name, std::unique_ptr<store::
         std::vector<store::ReplicatedEntry> rows;
         rows.reserve(entries.size());
         for (const auto& e : entries) rows.push_back({e.seq, e.changeset});
-        return store->apply_replicated(rows, &warm_specs_);
+        return store->apply_replicated(rows, &warm_jobs_);
       },
       std::chrono::milliseconds(50),
       [](const Error& e) {
         // Behind the trimmed log: the next start rebuilds this database from a snapshot.
         if (e.code == ErrorCode::kNotFound) step_down(e.message + "; restarting rebuilds from a snapshot");
       },
-      // A warm standby: every job's spec parsed now, and each new job's as its entry is applied, so that a
-      // takeover's load does not parse them (the bulk of loading a large state).
+      // A warm standby: every job read now, and the jobs each entry changes read again as it is applied, so
+      // that a takeover's load does not read and parse them (the bulk of loading a large state).
       [this, store = own.get()] {
-        if (auto s = store->warm_specs(warm_specs_); !s) spdlog::warn("ha: warming the standby's copy: {}", s.error().message);
+        if (auto s = store->warm_jobs(warm_jobs_); !s) spdlog::warn("ha: warming the standby's copy: {}", s.error().message);
       });
   return std::nullopt;
 }
@@ -367,15 +367,14 @@ Daemon::Step Daemon::open_service() {
   }
   spdlog::info("cluster {}: {} nodes, {} GPUs; db {} (schema v{})", cluster_->name(), cluster_->node_count(),
                cluster_->gpu_count(), config_.db, (*st)->schema_version());
-  // A standby that took over loads with the specs it parsed while following, instead of parsing them again.
+  // A standby that took over loads with the jobs it kept while following, instead of reading them again.
   std::optional<store::StoredState> warm;
-  if (!warm_specs_.empty()) {
-    const size_t parsed = warm_specs_.size();
-    auto state = (*st)->load(warm_specs_);
+  if (warm_jobs_.complete) {
+    const size_t kept = warm_jobs_.jobs.size();
+    auto state = (*st)->load(warm_jobs_);
     if (!state) return Failed{state.error().message, 1};
-    spdlog::info("ha: {} of the {} jobs' specs were parsed while a standby", parsed, state->jobs.size());
+    spdlog::info("ha: {} jobs loaded from the copy kept while a standby ({} in the table)", kept, state->jobs.size());
     warm = std::move(*state);
-    warm_specs_ = {};
   }
   daemon::Loop loop{[this](std::function<void()> fn) { server_.post(std::move(fn)); },
                     [this](std::chrono::milliseconds delay, std::function<void()> fn) {

@@ -69,8 +69,8 @@ class Daemon {
   std::string snapshot_key_;         // replicated state: what a controller shows to get a snapshot
   std::atomic<int64_t> log_head_{0};  // replicated state: the last entry this leader wrote
   std::atomic<int64_t> unreplicated_since_ms_{0};  // when etcd began refusing its writes; 0: it takes them
-  // Specs a standby parsed while following the log (its follower's thread until the takeover stops it).
-  store::WarmSpecs warm_specs_;
+  // The jobs a standby kept while following the log (its follower's thread until the takeover stops it).
+  store::WarmJobs warm_jobs_;
   std::unique_ptr<store::SqliteStateStore> submit_store_;  // submits commit on their own connection
   api::HttpServer server_;  // the event loop
   std::unique_ptr<ha::LogTrimmer> trimmer_;  // replicated state, leading: keeps etcd's log bounded

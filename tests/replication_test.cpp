@@ -130,7 +130,7 @@ TEST(Replication, AStandbyAppliesTheLeadersEntriesToTheSameState) {
   EXPECT_EQ((*key)->key, "k");
 }
 
-TEST(Replication, AStandbyKeepsTheSpecsOfTheJobsItAppliesAndItsLoadTakesThem) {
+TEST(Replication, AStandbyKeepsACopyOfTheJobsItAppliesAndItsLoadTakesIt) {
   Leader leader;
   leader.work();
   WriteBatch more;
@@ -140,29 +140,39 @@ TEST(Replication, AStandbyKeepsTheSpecsOfTheJobsItAppliesAndItsLoadTakesThem) {
   ASSERT_TRUE(leader.store->commit(more));
 
   auto standby = open_store(leader.dir.file("standby.db"));
-  store::WarmSpecs warm;
+  store::WarmJobs warm;
+  ASSERT_TRUE(standby->warm_jobs(warm));
+  EXPECT_TRUE(warm.complete);
+  EXPECT_TRUE(warm.jobs.empty());
   ASSERT_TRUE(standby->apply_replicated(std::span(leader.log).first(1), &warm));
-  EXPECT_EQ(warm.size(), 2u) << "jobs 1 and 2, inserted by entry 1";
+  ASSERT_EQ(warm.jobs.size(), 2u) << "jobs 1 and 2, inserted by entry 1";
+  EXPECT_EQ(warm.jobs.at(1).state, jobs::JobState::kPending);
   ASSERT_TRUE(standby->apply_replicated(std::span(leader.log).subspan(1), &warm));
-  ASSERT_EQ(warm.size(), 3u) << "updates of job 1 add nothing; job 3's insert does";
-  EXPECT_EQ(warm.at(3).command, j3.spec.command);
-  EXPECT_EQ(warm.at(2).user, "bob");
+  ASSERT_EQ(warm.jobs.size(), 3u);
+  EXPECT_EQ(warm.jobs.at(1).state, jobs::JobState::kCompleted) << "the updates of job 1 are in the copy";
+  EXPECT_EQ(warm.jobs.at(1).end_time, 1200);
+  EXPECT_EQ(warm.jobs.at(3).spec.command, j3.spec.command);
 
-  // The load takes a warm spec instead of the stored one (sound because a stored spec never changes: here
-  // one is changed on purpose to see which was used) and leaves nothing behind.
-  warm.at(2).name = "from the warm copy";
+  // The load takes the copy instead of reading the table (a field changed here on purpose shows which was
+  // used) and leaves nothing behind.
+  warm.jobs.at(2).spec.name = "from the warm copy";
   auto loaded = standby->load(warm);
   ASSERT_TRUE(loaded) << loaded.error().message;
-  EXPECT_TRUE(warm.empty());
+  EXPECT_FALSE(warm.complete);
+  EXPECT_TRUE(warm.jobs.empty());
   ASSERT_EQ(loaded->jobs.size(), 3u);
   EXPECT_EQ(loaded->jobs[1].spec.name, "from the warm copy");
   EXPECT_EQ(state_text(*standby), state_text(*leader.store));
 
-  // A standby that starts with a database warms every spec from it.
-  store::WarmSpecs fresh;
-  ASSERT_TRUE(standby->warm_specs(fresh));
-  EXPECT_EQ(fresh.size(), 3u);
-  EXPECT_EQ(fresh.at(1).user, "ada");
+  // A copy that does not have the table's rows is not used: the load reads the table.
+  store::WarmJobs short_one;
+  ASSERT_TRUE(standby->warm_jobs(short_one));
+  short_one.jobs.erase(3);
+  short_one.jobs.at(2).spec.name = "stale";
+  auto read = standby->load(short_one);
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->jobs.size(), 3u);
+  EXPECT_NE(read->jobs[1].spec.name, "stale");
 }
 
 TEST(Replication, AWriteTheReplicatorRefusesIsNotCommitted) {

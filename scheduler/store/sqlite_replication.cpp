@@ -40,18 +40,15 @@ void write_applied(sqlite3* db, int64_t seq) {
   sql::Stmt(db, "UPDATE ha_log SET applied = ?").bind(1, seq).run();
 }
 
-// The (id, spec) of every job a changeset inserts, appended to `out`. The changeset's columns are in the
-// table's order, which both databases share (the same schema version).
-void inserted_jobs(sqlite3* db, const std::string& changeset, std::vector<std::pair<JobId, std::string>>& out) {
-  int id_column = -1, spec_column = -1;
+// The id of every job a changeset inserts, updates or deletes, appended to `out`. The changeset's columns are
+// in the table's order, which both databases share (the same schema version).
+void changed_jobs(sqlite3* db, const std::string& changeset, std::vector<JobId>& out) {
+  int id_column = -1;
   {
-    sql::Stmt q(db, "SELECT cid, name FROM pragma_table_info('jobs')");
-    while (q.step()) {
-      if (q.text(1) == "id") id_column = static_cast<int>(q.int64(0));
-      if (q.text(1) == "spec") spec_column = static_cast<int>(q.int64(0));
-    }
+    sql::Stmt q(db, "SELECT cid FROM pragma_table_info('jobs') WHERE name = 'id'");
+    if (q.step()) id_column = static_cast<int>(q.int64(0));
   }
-  if (id_column < 0 || spec_column < 0) return;
+  if (id_column < 0) return;
   sqlite3_changeset_iter* it = nullptr;
   if (sqlite3changeset_start(&it, static_cast<int>(changeset.size()), const_cast<char*>(changeset.data())) !=
       SQLITE_OK)
@@ -59,16 +56,13 @@ void inserted_jobs(sqlite3* db, const std::string& changeset, std::vector<std::p
   while (sqlite3changeset_next(it) == SQLITE_ROW) {
     const char* table = nullptr;
     int columns = 0, op = 0, indirect = 0;
-    if (sqlite3changeset_op(it, &table, &columns, &op, &indirect) != SQLITE_OK || op != SQLITE_INSERT ||
-        std::strcmp(table, "jobs") != 0 || std::max(id_column, spec_column) >= columns)
+    if (sqlite3changeset_op(it, &table, &columns, &op, &indirect) != SQLITE_OK || std::strcmp(table, "jobs") != 0 ||
+        id_column >= columns)
       continue;
+    // An insert has only new values; an update or a delete has the key among its old ones.
     sqlite3_value* id = nullptr;
-    sqlite3_value* spec = nullptr;
-    if (sqlite3changeset_new(it, id_column, &id) != SQLITE_OK || sqlite3changeset_new(it, spec_column, &spec) != SQLITE_OK ||
-        !id || !spec || sqlite3_value_type(spec) != SQLITE_TEXT)
-      continue;
-    out.emplace_back(sqlite3_value_int64(id), std::string(reinterpret_cast<const char*>(sqlite3_value_text(spec)),
-                                                          static_cast<size_t>(sqlite3_value_bytes(spec))));
+    const int rc = op == SQLITE_INSERT ? sqlite3changeset_new(it, id_column, &id) : sqlite3changeset_old(it, id_column, &id);
+    if (rc == SQLITE_OK && id) out.push_back(sqlite3_value_int64(id));
   }
   sqlite3changeset_finalize(it);
 }
@@ -200,12 +194,12 @@ Result<int64_t> SqliteStateStore::replicated_seq() {
   }
 }
 
-Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entries, WarmSpecs* warm) {
+Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entries, WarmJobs* warm) {
   if (entries.empty()) return ok();
   try {
     sql::Transaction tx(db_);
     int64_t applied = read_applied(db_);
-    std::vector<std::pair<JobId, std::string>> inserted;  // (id, spec) of the jobs the entries insert
+    std::vector<JobId> changed;  // the jobs the entries insert, update or delete
     for (const auto& e : entries) {
       if (e.seq != applied + 1)
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) + " does not follow " +
@@ -217,18 +211,15 @@ Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entri
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) +
                                                " does not apply to this database (" + sqlite3_errstr(rc) +
                                                "): its history differs from the leader's"};
-      if (warm) inserted_jobs(db_, e.changeset, inserted);
+      if (warm) changed_jobs(db_, e.changeset, changed);
       applied = e.seq;
     }
     write_applied(db_, applied);
+    if (warm) rewarm(changed, *warm);  // before the commit: no other writer between
     tx.commit();
-    // A spec that does not parse is left out: load() parses it again and says why.
-    for (auto& [id, text] : inserted) try {
-        warm->insert_or_assign(id, parse_stored_spec(id, text));
-      } catch (const std::exception&) {
-      }
     return ok();
   } catch (const std::exception& e) {
+    if (warm) *warm = {};  // it may hold rows of the transaction that rolled back
     return internal_error(std::string("state store: ") + e.what());
   }
 }

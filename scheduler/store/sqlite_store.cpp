@@ -63,16 +63,17 @@ sched::NodeHealth parse_health(std::string_view s) {
   return sched::NodeHealth::kUp;
 }
 
-JobRecord read_job(const sql::Stmt& q, WarmSpecs* warm) {
+// The columns read_job reads, in its order.
+constexpr const char* kJobColumns =
+    "id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, leaves_spanned, "
+    "min_leaves, estimated_start, time_to_train_s, attempt, compact_since, held_by, held_by_admin";
+
+// A row of kJobColumns; `spec`, when given, is this job's spec already parsed (moved from: a stored spec never
+// changes).
+JobRecord read_job(const sql::Stmt& q, jobs::JobSpec* spec = nullptr) {
   JobRecord r;
   r.id = q.int64(0);
-  auto known = warm ? warm->find(r.id) : WarmSpecs::iterator{};
-  if (warm && known != warm->end()) {
-    r.spec = std::move(known->second);
-    warm->erase(known);
-  } else {
-    r.spec = SqliteStateStore::parse_stored_spec(r.id, q.text(1));
-  }
+  r.spec = spec ? std::move(*spec) : SqliteStateStore::parse_stored_spec(r.id, q.text(1));
   auto state = jobs::parse_state(q.text(2));
   if (!state) throw sql::SqlError("job " + std::to_string(r.id) + ": unknown state " + q.text(2));
   r.state = *state;
@@ -195,25 +196,61 @@ jobs::JobSpec SqliteStateStore::parse_stored_spec(JobId id, const std::string& t
 
 Result<StoredState> SqliteStateStore::load() { return load_with(nullptr); }
 
-Result<StoredState> SqliteStateStore::load(WarmSpecs& warm) { return load_with(&warm); }
+Result<StoredState> SqliteStateStore::load(WarmJobs& warm) { return load_with(&warm); }
 
-Status SqliteStateStore::warm_specs(WarmSpecs& warm) {
+Status SqliteStateStore::warm_jobs(WarmJobs& warm) {
   return guarded([&]() -> Status {
-    sql::Stmt q(db_, "SELECT id, spec FROM jobs");
-    while (q.step())
-      if (!warm.contains(q.int64(0))) warm.emplace(q.int64(0), parse_stored_spec(q.int64(0), q.text(1)));
+    warm = {};
+    sql::Stmt q(db_, std::string("SELECT ") + kJobColumns + " FROM jobs");
+    while (q.step()) {
+      JobRecord r = read_job(q);
+      warm.jobs.emplace(r.id, std::move(r));
+    }
+    warm.complete = true;
     return ok();
   });
 }
 
-Result<StoredState> SqliteStateStore::load_with(WarmSpecs* warm) {
+void SqliteStateStore::rewarm(const std::vector<JobId>& ids, WarmJobs& warm) {
+  if (!warm.complete) return;
+  try {
+    sql::Stmt q(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
+    for (JobId id : ids) {
+      q.reset();
+      q.bind(1, id);
+      auto held = warm.jobs.find(id);
+      if (!q.step()) {
+        if (held != warm.jobs.end()) warm.jobs.erase(held);
+        continue;
+      }
+      if (held == warm.jobs.end()) warm.jobs.emplace(id, read_job(q));
+      else held->second = read_job(q, &held->second.spec);
+    }
+  } catch (const std::exception&) {
+    warm = {};  // not complete: the takeover's load reads the table (and says what does not parse)
+  }
+}
+
+Result<StoredState> SqliteStateStore::load_with(WarmJobs* warm) {
   return guarded([&]() -> Result<StoredState> {
     StoredState s;
-    sql::Stmt q(db_,
-                "SELECT id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, "
-                "leaves_spanned, min_leaves, estimated_start, time_to_train_s, attempt, compact_since, held_by, "
-                "held_by_admin FROM jobs ORDER BY id");
-    while (q.step()) s.jobs.push_back(read_job(q, warm));
+    bool taken = false;
+    if (warm && warm->complete) {
+      // The warm copy is used only when it has the table's rows (a cheap check on top of its bookkeeping).
+      sql::Stmt count(db_, "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM jobs");
+      const bool same = count.step() && count.int64(0) == static_cast<int64_t>(warm->jobs.size()) &&
+                        count.int64(1) == (warm->jobs.empty() ? 0 : warm->jobs.rbegin()->first);
+      if (same) {
+        s.jobs.reserve(warm->jobs.size());
+        for (auto& [id, job] : warm->jobs) s.jobs.push_back(std::move(job));
+        taken = true;
+      }
+      *warm = {};
+    }
+    if (!taken) {
+      sql::Stmt q(db_, std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id");
+      while (q.step()) s.jobs.push_back(read_job(q));
+    }
     sql::Stmt n(db_, "SELECT name, health, reason FROM nodes ORDER BY name");
     while (n.step()) s.nodes.push_back({n.text(0), parse_health(n.text(1)), n.text(2)});
     sql::Stmt h(db_, "SELECT alloc, job, gpus, nodes FROM gpu_holds ORDER BY alloc");

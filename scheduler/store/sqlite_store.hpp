@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <map>
 
 #include "scheduler/store/state_store.hpp"
 
@@ -31,10 +31,14 @@ struct ReplicatedEntry {
   std::string changeset;
 };
 
-// Parsed job specs by job id, which a standby keeps as it applies the leader's entries (apply_replicated), so
-// that the load() of its takeover need not parse every job's spec again (100,000 of them take most of a
-// second). Sound because a job's spec never changes once it is stored.
-using WarmSpecs = std::unordered_map<JobId, jobs::JobSpec>;
+// A standby's copy of the jobs table as load() reads it, kept as it applies the leader's entries
+// (apply_replicated), so that its takeover's load() need not read and parse every job again (100,000 jobs
+// take most of a second). `complete`: it holds every row (warm_jobs filled it, and each apply since updated
+// the rows it changed).
+struct WarmJobs {
+  std::map<JobId, JobRecord> jobs;
+  bool complete = false;
+};
 
 // Where a leader's write transactions go before they commit: entry `seq` with its changeset. An error rolls
 // the transaction back; kConflict means this store may write nothing more (its on_fenced hook runs).
@@ -50,8 +54,8 @@ class SqliteStateStore final : public StateStore {
 
   int schema_version() const override { return version_; }
   Result<StoredState> load() override;
-  // load() taking the specs `warm` holds (moved out of it) instead of parsing them.
-  Result<StoredState> load(WarmSpecs& warm);
+  // load() taking the jobs from `warm` (moved out of it) when it is complete and as many as the table's.
+  Result<StoredState> load(WarmJobs& warm);
   Status commit(const WriteBatch& batch) override;
   Status commit_all(std::span<const WriteBatch* const> batches) override;
   Status sync() override;
@@ -94,10 +98,10 @@ class SqliteStateStore final : public StateStore {
   Result<int64_t> replicated_seq();
   // A standby's side: applies `entries` in one transaction; the first must follow replicated_seq(). Any
   // conflict (a row that is not as the entry expects) refuses them all: kConflict, nothing applied. With
-  // `warm`, the specs of the jobs the entries insert are parsed into it.
-  Status apply_replicated(std::span<const ReplicatedEntry> entries, WarmSpecs* warm = nullptr);
-  // Every stored job's spec, parsed, into `warm`.
-  Status warm_specs(WarmSpecs& warm);
+  // `warm`, the jobs the entries change are read into it again (a job's spec, which never changes, is kept).
+  Status apply_replicated(std::span<const ReplicatedEntry> entries, WarmJobs* warm = nullptr);
+  // Every stored job into `warm`, which is then complete.
+  Status warm_jobs(WarmJobs& warm);
   // A job's spec as the jobs table stores it, parsed (throws sql::SqlError when it does not parse).
   static jobs::JobSpec parse_stored_spec(JobId id, const std::string& text);
   // A consistent copy of the database at `db` written to `out` (a file of its own, not in WAL mode), read
@@ -108,7 +112,9 @@ class SqliteStateStore final : public StateStore {
   struct Statements;  // the commit path's statements, prepared once
   explicit SqliteStateStore(sqlite3* db);
   void migrate(int target_version);
-  Result<StoredState> load_with(WarmSpecs* warm);
+  Result<StoredState> load_with(WarmJobs* warm);
+  // Reads jobs `ids` into `warm` again (erased when gone); inside apply_replicated's transaction.
+  void rewarm(const std::vector<JobId>& ids, WarmJobs& warm);
   void write(const WriteBatch& batch);
   // `body`'s writes in one transaction, fenced, recorded and replicated when a replicator is set.
   Status replicated_write(const std::function<void()>& body);
