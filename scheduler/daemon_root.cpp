@@ -250,7 +250,8 @@ Daemon::Step Daemon::follow_log(const std::string& name, std::unique_ptr<store::
       // A warm standby: every job read now, and the jobs each entry changes read again as it is applied, so
       // that a takeover's load does not read and parse them (the bulk of loading a large state).
       [this, store = own.get()] {
-        if (auto s = store->warm_jobs(warm_jobs_); !s) spdlog::warn("ha: warming the standby's copy: {}", s.error().message);
+        if (auto s = store->warm_jobs(warm_jobs_); !s)
+          spdlog::warn("ha: warming the standby's copy: {}", s.error().message);
       });
   return std::nullopt;
 }
@@ -323,7 +324,9 @@ Daemon::Step Daemon::rebuild_if_behind(std::unique_ptr<store::SqliteStateStore>&
   return std::nullopt;
 }
 
-net::ClientTls Daemon::etcd_tls() const { return {config_.ha_etcd_ca, config_.ha_etcd_cert, config_.ha_etcd_key}; }
+net::ClientTls Daemon::etcd_tls() const {
+  return {config_.ha_etcd_ca, config_.ha_etcd_cert, config_.ha_etcd_key};
+}
 
 ha::LogOptions Daemon::log_options() const {
   ha::LogOptions o;
@@ -373,7 +376,8 @@ Daemon::Step Daemon::open_service() {
     const size_t kept = warm_jobs_.jobs.size();
     auto state = (*st)->load(warm_jobs_);
     if (!state) return Failed{state.error().message, 1};
-    spdlog::info("ha: {} jobs loaded from the copy kept while a standby ({} in the table)", kept, state->jobs.size());
+    spdlog::info("ha: {} jobs loaded from the copy kept while a standby ({} in the table)", kept,
+                 state->jobs.size());
     warm = std::move(*state);
   }
   daemon::Loop loop{[this](std::function<void()> fn) { server_.post(std::move(fn)); },
@@ -399,7 +403,8 @@ Daemon::Step Daemon::open_service() {
   service_->commit_submits_on_thread(std::move(*submit_st));  // and submit commits too
   service_->sync_log_on_thread();                             // and the delayed sync's fsync
   service_->checkpoint_on_thread();                           // and the log's checkpoints
-  if (auto s = warm ? service_->open(std::move(*warm)) : service_->open(); !s) return Failed{s.error().message, 1};
+  if (auto s = warm ? service_->open(std::move(*warm)) : service_->open(); !s)
+    return Failed{s.error().message, 1};
   return std::nullopt;
 }
 

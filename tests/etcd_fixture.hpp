@@ -56,7 +56,9 @@ inline int free_port() {
 // Certificates made with the openssl command in `dir`: ca.pem (ca.key) signs server.pem (for 127.0.0.1) and
 // client.pem; other-client.pem is signed by an unrelated CA. False when openssl failed.
 inline bool make_etcd_certificates(const fs::path& dir) {
-  const auto run = [](const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; };
+  const auto run = [](const std::string& cmd) {
+    return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+  };
   const std::string d = dir.string() + "/";
   std::ofstream(d + "san.ext") << "subjectAltName=IP:127.0.0.1\n";
   bool ok = run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=etcd-test-ca -keyout " + d +
@@ -66,8 +68,8 @@ inline bool make_etcd_certificates(const fs::path& dir) {
   for (const std::string name : {"server", "client", "other-client"}) {
     const std::string ca = name == "other-client" ? "other" : "ca";
     ok = ok &&
-         run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + d + name + ".key -out " + d +
-             name + ".csr") &&
+         run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + d + name + ".key -out " +
+             d + name + ".csr") &&
          run("openssl x509 -req -days 2 -in " + d + name + ".csr -CA " + d + ca + ".pem -CAkey " + d + ca +
              ".key -CAcreateserial -extfile " + d + "san.ext -out " + d + name + ".pem");
   }
@@ -94,7 +96,8 @@ class Etcd {
       for (std::string flag : {"--cert-file=server.pem", "--key-file=server.key", "--trusted-ca-file=ca.pem"})
         args.push_back(flag.replace(flag.find('=') + 1, 0, tls_dir.string() + "/"));
       args.push_back("--client-cert-auth");
-      tls = {(tls_dir / "ca.pem").string(), (tls_dir / "client.pem").string(), (tls_dir / "client.key").string()};
+      tls = {(tls_dir / "ca.pem").string(), (tls_dir / "client.pem").string(),
+             (tls_dir / "client.key").string()};
     }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

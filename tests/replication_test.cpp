@@ -1,6 +1,8 @@
 // Replicated controller state (issue 46): the store's changesets (store/sqlite_replication.cpp) and the log in
 // etcd (ha/replication.hpp). The store tests need no etcd; the log tests run a real etcd member on 127.0.0.1
 // and are skipped where none is installed (deploy/bootstrap.sh installs etcd-server).
+#include "scheduler/ha/replication.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 
 #include "scheduler/api/http.hpp"
 #include "scheduler/ha/etcd.hpp"
-#include "scheduler/ha/replication.hpp"
 #include "scheduler/store/sqlite_store.hpp"
 #include "tests/daemon_client.hpp"
 #include "tests/etcd_fixture.hpp"
@@ -321,7 +322,8 @@ TEST(ReplicatedLog, EntriesComeBackInOrderWholeAcrossParts) {
 std::string compressible_rows(size_t bytes) {
   std::string rows;
   for (int id = 1; rows.size() < bytes; ++id)
-    rows += R"({"id":)" + std::to_string(id) + R"(,"user":"ada","project":"llm","gpus":8,"command":["torchrun",)"
+    rows += R"({"id":)" + std::to_string(id) +
+            R"(,"user":"ada","project":"llm","gpus":8,"command":["torchrun",)"
             R"("train.py"],"state":"pending","reason":"waiting for resources"})";
   return rows;
 }
@@ -377,9 +379,9 @@ TEST(ReplicatedLog, AnEtcdThatRequiresClientCertificatesTakesOnlyTheSchedulers) 
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].changeset, "over TLS");
 
-  for (const net::ClientTls& stranger :
-       {net::ClientTls{certs.file("ca.pem"), "", ""},
-        net::ClientTls{certs.file("ca.pem"), certs.file("other-client.pem"), certs.file("other-client.key")}}) {
+  for (const net::ClientTls& stranger : {net::ClientTls{certs.file("ca.pem"), "", ""},
+                                         net::ClientTls{certs.file("ca.pem"), certs.file("other-client.pem"),
+                                                        certs.file("other-client.key")}}) {
     ha::EtcdClient refused({etcd.url()}, 2s, stranger);
     auto put = refused.put("/test/log/x", "injected", 0);
     EXPECT_FALSE(put) << "etcd took a write from a client without the schedulers' certificate";
@@ -389,7 +391,8 @@ TEST(ReplicatedLog, AnEtcdThatRequiresClientCertificatesTakesOnlyTheSchedulers) 
   EXPECT_EQ(still->size(), 1u);
 
   EXPECT_TRUE(net::check_client_tls(ours));
-  auto mismatched = net::check_client_tls({certs.file("ca.pem"), certs.file("client.pem"), certs.file("server.key")});
+  auto mismatched =
+      net::check_client_tls({certs.file("ca.pem"), certs.file("client.pem"), certs.file("server.key")});
   ASSERT_FALSE(mismatched);
   EXPECT_NE(mismatched.error().message.find("not the PEM private key"), std::string::npos)
       << mismatched.error().message;

@@ -158,19 +158,25 @@ TEST(TlsConfig, BadCertificateOrKeyFilesStopTheDaemonNamingTheFile) {
 
   // The client certificate for etcd (--client-cert-auth) is checked at start, before any campaign.
   auto ha = [&](std::vector<std::string> tls) {
-    std::vector<std::string> args = {"--listen",   "127.0.0.1:28999", "--db",    d.file("s.db"),
-                                     "--preset",   "dgx-h100-superpod", "--sus", "1",
-                                     "--web-root", "none",              "--ha-etcd", "http://127.0.0.1:1"};
+    std::vector<std::string> args = {"--listen",   "127.0.0.1:28999",
+                                     "--db",       d.file("s.db"),
+                                     "--preset",   "dgx-h100-superpod",
+                                     "--sus",      "1",
+                                     "--web-root", "none",
+                                     "--ha-etcd",  "http://127.0.0.1:1"};
     args.insert(args.end(), tls.begin(), tls.end());
     return run_cli(RAILYARD_SCHEDULER_BIN, args, {});
   };
   const CliResult key_only = ha({"--ha-etcd-key", d.file("server.key")});
   EXPECT_EQ(key_only.code, 2);
-  EXPECT_NE(key_only.err.find("--ha-etcd-cert and --ha-etcd-key go together"), std::string::npos) << key_only.err;
-  const CliResult wrong_key = ha({"--ha-etcd-cert", d.file("server.pem"), "--ha-etcd-key", d.file("other.key")});
+  EXPECT_NE(key_only.err.find("--ha-etcd-cert and --ha-etcd-key go together"), std::string::npos)
+      << key_only.err;
+  const CliResult wrong_key =
+      ha({"--ha-etcd-cert", d.file("server.pem"), "--ha-etcd-key", d.file("other.key")});
   EXPECT_EQ(wrong_key.code, 2);
   EXPECT_NE(wrong_key.err.find("not the PEM private key"), std::string::npos) << wrong_key.err;
-  const CliResult bad_cert = ha({"--ha-etcd-cert", d.file("garbage.pem"), "--ha-etcd-key", d.file("server.key")});
+  const CliResult bad_cert =
+      ha({"--ha-etcd-cert", d.file("garbage.pem"), "--ha-etcd-key", d.file("server.key")});
   EXPECT_EQ(bad_cert.code, 2);
   EXPECT_NE(bad_cert.err.find("garbage.pem"), std::string::npos) << bad_cert.err;
 }

@@ -178,7 +178,8 @@ Status check_client_tls(const ClientTls& tls) {
   return ok();
 }
 
-HttpClient::HttpClient(std::string url, HttpUrl parsed, std::chrono::milliseconds timeout, std::string ca_file)
+HttpClient::HttpClient(std::string url, HttpUrl parsed, std::chrono::milliseconds timeout,
+                       std::string ca_file)
     : HttpClient(std::move(url), std::move(parsed), timeout, ClientTls{std::move(ca_file), "", ""}) {}
 
 HttpClient::HttpClient(std::string url, HttpUrl parsed, std::chrono::milliseconds timeout, ClientTls tls)

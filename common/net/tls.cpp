@@ -31,8 +31,9 @@ std::string tls_error_text(const boost::system::error_code& ec) {
   return ec.message();
 }
 
-Result<std::shared_ptr<ssl::context>> make_client_tls_context(const std::string& ca_file, const std::string& cert_file,
-                                                             const std::string& key_file) {
+Result<std::shared_ptr<ssl::context>> make_client_tls_context(const std::string& ca_file,
+                                                              const std::string& cert_file,
+                                                              const std::string& key_file) {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
   boost::system::error_code ec;
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
@@ -52,7 +53,9 @@ Result<std::shared_ptr<ssl::context>> make_client_tls_context(const std::string&
   if (auto s = readable(cert_file, "client certificate"); !s) return s.error();
   if (auto s = readable(key_file, "client key"); !s) return s.error();
   ctx->use_certificate_chain_file(cert_file, ec);
-  if (ec) return invalid("client certificate " + cert_file + ": not a PEM certificate chain (" + ec.message() + ")");
+  if (ec)
+    return invalid("client certificate " + cert_file + ": not a PEM certificate chain (" + ec.message() +
+                   ")");
   ctx->use_private_key_file(key_file, ssl::context::pem, ec);
   if (ec || SSL_CTX_check_private_key(ctx->native_handle()) != 1)
     return invalid("client key " + key_file + ": not the PEM private key of " + cert_file);

@@ -16,8 +16,8 @@ namespace railyard::net {
 // A client context that verifies peers, and shows the certificate in `cert_file` (with its key) when a
 // server asks for one (etcd with --client-cert-auth); kInvalidArgument naming the file at fault.
 Result<std::shared_ptr<boost::asio::ssl::context>> make_client_tls_context(const std::string& ca_file,
-                                                                          const std::string& cert_file = "",
-                                                                          const std::string& key_file = "");
+                                                                           const std::string& cert_file = "",
+                                                                           const std::string& key_file = "");
 
 // A server context from a PEM certificate chain and its private key; the error names the file at fault.
 Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context(const std::string& cert_file,

@@ -169,10 +169,11 @@ Status merge_key(const std::string& file_path, const std::string& key, const jso
         file_path + ": " + key +
         ": unknown key (known: listen, db, cluster, preset, sus, private, web_root, "
         "agent_secret_file, node_keys, heartbeat_timeout, reconcile_grace, launch_timeout, compact_wait, "
-        "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, fairshare_half_life, tls_cert, tls_key, submit_durability, max_connections, "
+        "compact_wait_max, compact_wait_share, pass_budget_ms, priority_weights, fairshare_half_life, "
+        "tls_cert, tls_key, submit_durability, max_connections, "
         "header_timeout, max_connections_per_address, unix_socket, unix_socket_mode, admin_group, "
-        "high_qos_users, ha_etcd, ha_name, ha_advertise, ha_ttl, ha_state, ha_log_keep, ha_etcd_ca, ha_etcd_cert, "
-        "ha_etcd_key)");
+        "high_qos_users, ha_etcd, ha_name, ha_advertise, ha_ttl, ha_state, ha_log_keep, ha_etcd_ca, "
+        "ha_etcd_cert, ha_etcd_key)");
   }
   return s;
 }

@@ -141,8 +141,10 @@ Result<int64_t> Elector::campaign() {
       value["since_ms"] = wall_ms();
       auto r = etcd.create(leader_key(), value.dump(), lease);
       if (r && r->created) return win(r->revision, value["since_ms"].get<int64_t>());
-      if (r && r->holder) note_holder(*r->holder, logged_holder);
-      else if (!r) spdlog::warn("ha: campaign: {}", r.error().message);
+      if (r && r->holder)
+        note_holder(*r->holder, logged_holder);
+      else if (!r)
+        spdlog::warn("ha: campaign: {}", r.error().message);
       refresh_members(etcd);
     }
     if (!sleep_for(options_.poll)) return Error{ErrorCode::kUnavailable, "stopped"};

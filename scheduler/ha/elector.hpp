@@ -6,12 +6,13 @@
 //
 // The member key is put again with every new lease, and retried each round until etcd takes it. The lease is
 // renewed every TTL/3 from the start, as etcd's own client does (a failed renewal is tried again after
-// 250 ms). A standby's round reads the leader key and tries to create it only when it is absent. Once leading, a watchdog compares a monotonic clock with
-// the send time of the last keepalive etcd confirmed: at TTL − margin without one, `on_lost` runs, so the
-// leader stops acting before etcd could expire its lease and elect another (etcd counts the TTL from when it
-// received that keepalive, which is later). `on_lost` also runs when the leader key is gone or held by
-// another lease. The daemon's on_lost ends the process: a deposed leader neither writes nor orders agents
-// (kube-controller-manager does the same); a supervisor restarts it as a standby.
+// 250 ms). A standby's round reads the leader key and tries to create it only when it is absent. Once
+// leading, a watchdog compares a monotonic clock with the send time of the last keepalive etcd confirmed: at
+// TTL − margin without one, `on_lost` runs, so the leader stops acting before etcd could expire its lease and
+// elect another (etcd counts the TTL from when it received that keepalive, which is later). `on_lost` also
+// runs when the leader key is gone or held by another lease. The daemon's on_lost ends the process: a deposed
+// leader neither writes nor orders agents (kube-controller-manager does the same); a supervisor restarts it
+// as a standby.
 //
 // The epoch is etcd's revision at which the leader key was created: it grows with every election, so a
 // younger leader always has a larger one (agents and the database refuse an older one).

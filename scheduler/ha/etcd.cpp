@@ -117,7 +117,8 @@ std::string base64_decode(const std::string& text) {
   return out;
 }
 
-EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout, net::ClientTls tls)
+EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout,
+                       net::ClientTls tls)
     : endpoints_(std::move(endpoints)), timeout_(timeout), tls_(std::move(tls)) {
   clients_.resize(endpoints_.size());
 }

@@ -17,7 +17,6 @@
 #include "common/net/http_client.hpp"
 #include "common/result.hpp"
 
-
 namespace railyard::ha {
 
 struct KeyValue {

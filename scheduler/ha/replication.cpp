@@ -58,11 +58,13 @@ std::string encode_entry(const std::string& changeset) {
   uLongf room = compressBound(static_cast<uLong>(changeset.size()));
   std::string out(1 + 8 + room, '\0');
   out[0] = kDeflate;
-  for (int i = 0; i < 8; ++i) out[1 + static_cast<size_t>(i)] = static_cast<char>((changeset.size() >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[1 + static_cast<size_t>(i)] = static_cast<char>((changeset.size() >> (8 * i)) & 0xff);
   // Level 1: most of what deflate saves on these rows (JSON specs, names repeated from row to row) at a few
   // microseconds per job, on the leader's commit path.
   if (compress2(reinterpret_cast<Bytef*>(out.data() + 9), &room,
-                reinterpret_cast<const Bytef*>(changeset.data()), static_cast<uLong>(changeset.size()), 1) == Z_OK &&
+                reinterpret_cast<const Bytef*>(changeset.data()), static_cast<uLong>(changeset.size()),
+                1) == Z_OK &&
       9 + room < 1 + changeset.size()) {
     out.resize(9 + room);
     return out;
@@ -75,15 +77,19 @@ Result<std::string> decode_entry(std::string_view stored) {
   if (stored[0] == kLegacy) return std::string(stored);
   if (stored[0] == kRaw) return std::string(stored.substr(1));
   if (stored[0] != kDeflate || stored.size() < 9)
-    return Error{ErrorCode::kInternal, "an entry of an encoding this scheduler does not know (a newer version's?)"};
+    return Error{ErrorCode::kInternal,
+                 "an entry of an encoding this scheduler does not know (a newer version's?)"};
   uint64_t size = 0;
-  for (int i = 0; i < 8; ++i) size |= uint64_t{static_cast<unsigned char>(stored[1 + static_cast<size_t>(i)])} << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    size |= uint64_t{static_cast<unsigned char>(stored[1 + static_cast<size_t>(i)])} << (8 * i);
   if (size > kMaxEntryBytes)
-    return Error{ErrorCode::kInternal, "an entry that says it holds " + std::to_string(size) + " bytes, over the " +
-                                           std::to_string(kMaxEntryBytes) + " an entry may"};
+    return Error{ErrorCode::kInternal, "an entry that says it holds " + std::to_string(size) +
+                                           " bytes, over the " + std::to_string(kMaxEntryBytes) +
+                                           " an entry may"};
   std::string out(size, '\0');
   uLongf got = static_cast<uLongf>(size);
-  if (uncompress(reinterpret_cast<Bytef*>(out.data()), &got, reinterpret_cast<const Bytef*>(stored.data() + 9),
+  if (uncompress(reinterpret_cast<Bytef*>(out.data()), &got,
+                 reinterpret_cast<const Bytef*>(stored.data() + 9),
                  static_cast<uLong>(stored.size() - 9)) != Z_OK ||
       got != size)
     return Error{ErrorCode::kInternal, "an entry whose compressed changeset does not inflate to its length"};

@@ -56,12 +56,13 @@ void changed_jobs(sqlite3* db, const std::string& changeset, std::vector<JobId>&
   while (sqlite3changeset_next(it) == SQLITE_ROW) {
     const char* table = nullptr;
     int columns = 0, op = 0, indirect = 0;
-    if (sqlite3changeset_op(it, &table, &columns, &op, &indirect) != SQLITE_OK || std::strcmp(table, "jobs") != 0 ||
-        id_column >= columns)
+    if (sqlite3changeset_op(it, &table, &columns, &op, &indirect) != SQLITE_OK ||
+        std::strcmp(table, "jobs") != 0 || id_column >= columns)
       continue;
     // An insert has only new values; an update or a delete has the key among its old ones.
     sqlite3_value* id = nullptr;
-    const int rc = op == SQLITE_INSERT ? sqlite3changeset_new(it, id_column, &id) : sqlite3changeset_old(it, id_column, &id);
+    const int rc = op == SQLITE_INSERT ? sqlite3changeset_new(it, id_column, &id)
+                                       : sqlite3changeset_old(it, id_column, &id);
     if (rc == SQLITE_OK && id) out.push_back(sqlite3_value_int64(id));
   }
   sqlite3changeset_finalize(it);

@@ -68,8 +68,8 @@ constexpr const char* kJobColumns =
     "id, spec, state, submit_time, start_time, end_time, exit_code, reason, gpus, nodes, leaves_spanned, "
     "min_leaves, estimated_start, time_to_train_s, attempt, compact_since, held_by, held_by_admin";
 
-// A row of kJobColumns; `spec`, when given, is this job's spec already parsed (moved from: a stored spec never
-// changes).
+// A row of kJobColumns; `spec`, when given, is this job's spec already parsed (moved from: a stored spec
+// never changes).
 JobRecord read_job(const sql::Stmt& q, jobs::JobSpec* spec = nullptr) {
   JobRecord r;
   r.id = q.int64(0);
@@ -83,7 +83,8 @@ JobRecord read_job(const sql::Stmt& q, jobs::JobSpec* spec = nullptr) {
   if (auto e = q.opt_int64(6)) r.exit_code = static_cast<int>(*e);
   r.reason = q.text(7);
   gpus_from_text(q.text(8), r);
-  if (std::string nodes = q.text(9); nodes != "[]") r.nodes = json::parse(nodes).get<std::vector<std::string>>();
+  if (std::string nodes = q.text(9); nodes != "[]")
+    r.nodes = json::parse(nodes).get<std::vector<std::string>>();
   r.leaves_spanned = static_cast<int>(q.int64(10));
   r.min_leaves = static_cast<int>(q.int64(11));
   r.estimated_start = q.opt_int64(12);
@@ -223,8 +224,10 @@ void SqliteStateStore::rewarm(const std::vector<JobId>& ids, WarmJobs& warm) {
         if (held != warm.jobs.end()) warm.jobs.erase(held);
         continue;
       }
-      if (held == warm.jobs.end()) warm.jobs.emplace(id, read_job(q));
-      else held->second = read_job(q, &held->second.spec);
+      if (held == warm.jobs.end())
+        warm.jobs.emplace(id, read_job(q));
+      else
+        held->second = read_job(q, &held->second.spec);
     }
   } catch (const std::exception&) {
     warm = {};  // not complete: the takeover's load reads the table (and says what does not parse)

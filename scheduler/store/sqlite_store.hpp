@@ -5,11 +5,11 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <map>
 
 #include "scheduler/store/state_store.hpp"
 

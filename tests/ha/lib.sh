@@ -15,7 +15,17 @@ HA_ETCD_URLS=""
 HA_URLS=""
 
 ha_log() { echo "[$(date -u +%H:%M:%S.%3N)] $*" >&2; }
-ha_fail() { ha_log "FAIL: $*"; exit 1; }
+# A failure says what each scheduler said last (CI keeps no state directory).
+ha_fail() {
+  ha_log "FAIL: $*"
+  local f
+  for f in "$HA_DIR"/s[0-9]*.log; do
+    [ -f "$f" ] || continue
+    echo "--- last lines of $f:" >&2
+    tail -n 15 "$f" | cut -c1-300 >&2
+  done
+  exit 1
+}
 
 ha_require() {
   for tool in etcd curl jq; do
