@@ -376,7 +376,7 @@ Daemon::Step Daemon::open_service() {
     const size_t kept = warm_jobs_.jobs.size();
     auto state = (*st)->load(warm_jobs_);
     if (!state) return Failed{state.error().message, 1};
-    spdlog::info("ha: {} jobs loaded from the copy kept while a standby ({} in the table)", kept,
+    spdlog::info("ha: the copy kept while a standby held {} jobs; {} loaded (from it when the two agree)", kept,
                  state->jobs.size());
     warm = std::move(*state);
   }

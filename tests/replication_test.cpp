@@ -412,6 +412,11 @@ TEST(ReplicatedLog, DecodingRefusesATruncatedStreamAndAnOversizedClaim) {
   auto refused = ha::decode_entry(bomb);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("over the"), std::string::npos) << refused.error().message;
+  std::string inflated = stored;
+  inflated[4] = 0x10;  // 2^28 bytes and more: under the limit, far beyond what these bytes can inflate to
+  auto claimed = ha::decode_entry(inflated);
+  ASSERT_FALSE(claimed);
+  EXPECT_NE(claimed.error().message.find("deflated ones"), std::string::npos) << claimed.error().message;
   // What deflate cannot shrink is kept as it is; a changeset from before the tag (its own first byte 'T').
   EXPECT_EQ(ha::encode_entry("ab"), "rab");
   EXPECT_EQ(*ha::decode_entry("rab"), "ab");

@@ -86,6 +86,10 @@ Result<std::string> decode_entry(std::string_view stored) {
     return Error{ErrorCode::kInternal, "an entry that says it holds " + std::to_string(size) +
                                            " bytes, over the " + std::to_string(kMaxEntryBytes) +
                                            " an entry may"};
+  // Deflate expands at most ~1032:1; a larger claim is not a stream zlib wrote (and allocates nothing).
+  if (size > (stored.size() - 9) * 1032 + 64)
+    return Error{ErrorCode::kInternal, "an entry that claims " + std::to_string(size) + " bytes from " +
+                                           std::to_string(stored.size() - 9) + " deflated ones"};
   std::string out(size, '\0');
   uLongf got = static_cast<uLongf>(size);
   if (uncompress(reinterpret_cast<Bytef*>(out.data()), &got,
