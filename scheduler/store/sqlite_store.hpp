@@ -32,8 +32,8 @@ struct ReplicatedEntry {
 };
 
 // A standby's copy of the jobs table as load() reads it, kept as it applies the leader's entries
-// (apply_replicated), so that its takeover's load() need not read and parse every job again (100,000 jobs
-// take most of a second). `complete`: it holds every row (warm_jobs filled it, and each apply since updated
+// (apply_replicated), so that its takeover's load() need not read and parse every job again (the bulk of
+// loading a large state). `complete`: it holds every row (warm_jobs filled it, and each apply since updated
 // the rows it changed).
 struct WarmJobs {
   std::map<JobId, JobRecord> jobs;
