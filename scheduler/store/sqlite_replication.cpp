@@ -40,19 +40,21 @@ void write_applied(sqlite3* db, int64_t seq) {
   sql::Stmt(db, "UPDATE ha_log SET applied = ?").bind(1, seq).run();
 }
 
-// The id of every job a changeset inserts, updates or deletes, appended to `out`. The changeset's columns are
-// in the table's order, which both databases share (the same schema version).
-void changed_jobs(sqlite3* db, const std::string& changeset, std::vector<JobId>& out) {
-  int id_column = -1;
-  {
-    sql::Stmt q(db, "SELECT cid FROM pragma_table_info('jobs') WHERE name = 'id'");
-    if (q.step()) id_column = static_cast<int>(q.int64(0));
-  }
-  if (id_column < 0) return;
+// The column of the jobs table's id, -1 when none. A changeset's columns are in the table's order, which both
+// databases share (the same schema version).
+int job_id_column(sqlite3* db) {
+  sql::Stmt q(db, "SELECT cid FROM pragma_table_info('jobs') WHERE name = 'id'");
+  return q.step() ? static_cast<int>(q.int64(0)) : -1;
+}
+
+// The id of every job a changeset inserts, updates or deletes, appended to `out`; false when the changeset
+// cannot be read (the caller's copy of the jobs can no longer be trusted).
+bool changed_jobs(int id_column, const std::string& changeset, std::vector<JobId>& out) {
+  if (id_column < 0) return false;
   sqlite3_changeset_iter* it = nullptr;
   if (sqlite3changeset_start(&it, static_cast<int>(changeset.size()), const_cast<char*>(changeset.data())) !=
       SQLITE_OK)
-    return;
+    return false;
   while (sqlite3changeset_next(it) == SQLITE_ROW) {
     const char* table = nullptr;
     int columns = 0, op = 0, indirect = 0;
@@ -65,7 +67,7 @@ void changed_jobs(sqlite3* db, const std::string& changeset, std::vector<JobId>&
                                        : sqlite3changeset_old(it, id_column, &id);
     if (rc == SQLITE_OK && id) out.push_back(sqlite3_value_int64(id));
   }
-  sqlite3changeset_finalize(it);
+  return sqlite3changeset_finalize(it) == SQLITE_OK;
 }
 
 }  // namespace
@@ -201,6 +203,7 @@ Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entri
     sql::Transaction tx(db_);
     int64_t applied = read_applied(db_);
     std::vector<JobId> changed;  // the jobs the entries insert, update or delete
+    const int id_column = warm ? job_id_column(db_) : -1;
     for (const auto& e : entries) {
       if (e.seq != applied + 1)
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) + " does not follow " +
@@ -212,7 +215,7 @@ Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entri
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) +
                                                " does not apply to this database (" + sqlite3_errstr(rc) +
                                                "): its history differs from the leader's"};
-      if (warm) changed_jobs(db_, e.changeset, changed);
+      if (warm && !changed_jobs(id_column, e.changeset, changed)) *warm = {};  // not complete: the load reads
       applied = e.seq;
     }
     write_applied(db_, applied);
