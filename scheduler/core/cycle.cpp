@@ -416,13 +416,24 @@ class Pass {
     return std::nullopt;
   }
 
-  // Leaf groups `gpus` (sorted) span, and the fewest that could hold as many nodes on an empty cluster.
+  // Leaf groups `gpus` (sorted: placer output) span, and the fewest that could hold as many nodes on an empty
+  // cluster. In GPU order nodes come in order and each leaf group spanned is one run (leaf groups cover
+  // contiguous node ranges), so both are counted in one walk.
   std::pair<int, int> leaves_of(const std::vector<GpuId>& gpus) const {
     const auto& c = *s_.cluster;
-    std::vector<NodeId> nodes;
-    for (GpuId g : gpus)
-      if (nodes.empty() || nodes.back() != c.node_of(g)) nodes.push_back(c.node_of(g));
-    return {c.leaves_spanned(nodes), c.min_leaves_for_nodes(static_cast<int>(nodes.size()))};
+    int nodes = 0, leaves = 0;
+    NodeId prev_node = -1;
+    topology::DomainId prev_leaf = -1;
+    for (GpuId g : gpus) {
+      const NodeId n = c.node_of(g);
+      if (n == prev_node) continue;
+      prev_node = n;
+      ++nodes;
+      const topology::DomainId leaf = c.node(n).leaf();
+      leaves += leaf != prev_leaf;
+      prev_leaf = leaf;
+    }
+    return {leaves, c.min_leaves_for_nodes(nodes)};
   }
 
   bool compact_waits(const Request& req) const {

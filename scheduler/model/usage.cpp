@@ -70,7 +70,7 @@ ClusterUsage::ClusterUsage(const topology::Cluster& cluster, const NodeClasses& 
   for (int c = 0; c < classes.count(); ++c)
     buckets_[c].assign(cluster.profiles()[classes.class_profile[c]].gpus + 1, NodeSet(nodes));
   split_pos_.assign(cluster.gpu_count(), -1);
-  node_reserved_.assign(nodes, 0);
+  reserved_nodes_ = NodeSet(nodes);
   reserved_index_.assign(cluster.gpu_count(), -1);
   for (NodeId n = 0; n < nodes; ++n) {
     const int gpus = cluster.node(n).gpus;  // at most 64 (topology::Cluster checks profiles)
@@ -233,7 +233,7 @@ void ClusterUsage::reserve(std::span<const GpuId> gpus, Window w) {
       reserved_.push_back(g);
     }
     reserved_windows_[reserved_index_[g]].push_back(w);
-    node_reserved_[cluster_->node_of(g)] = 1;
+    reserved_nodes_.insert(cluster_->node_of(g));
   }
 }
 
@@ -247,7 +247,7 @@ bool ClusterUsage::gpu_usable(GpuId g, Window w) const {
 
 int ClusterUsage::usable_on(NodeId n, Window w) const {
   if (!usable_[n]) return 0;
-  if (!node_reserved_[n]) return node_free_[n];
+  if (!reserved_nodes_.contains(n)) return node_free_[n];
   const auto& node = cluster_->node(n);
   int count = 0;
   for (int i = 0; i < node.gpus; ++i) count += gpu_usable(node.first_gpu + i, w) ? 1 : 0;
@@ -256,7 +256,7 @@ int ClusterUsage::usable_on(NodeId n, Window w) const {
 
 ClusterUsage ClusterUsage::without_reservations() const {
   ClusterUsage copy = *this;
-  copy.node_reserved_.assign(node_reserved_.size(), 0);
+  copy.reserved_nodes_.clear();
   copy.reserved_index_.assign(reserved_index_.size(), -1);
   copy.reserved_windows_.clear();
   copy.reserved_.clear();
@@ -266,7 +266,7 @@ ClusterUsage ClusterUsage::without_reservations() const {
 void ClusterUsage::drop_reservations() {
   for (GpuId g : reserved_) reserved_index_[g] = -1;
   reserved_.clear();  // reserved_windows_ keeps its buffers for the next reservations
-  std::fill(node_reserved_.begin(), node_reserved_.end(), uint8_t{0});
+  reserved_nodes_.clear();
 }
 
 void ClusterUsage::reset_to(const ClusterUsage& empty) {
@@ -291,7 +291,7 @@ void ClusterUsage::reset_to(const ClusterUsage& empty) {
   leaves_by_whole_ = empty.leaves_by_whole_;
   class_free_ = empty.class_free_;
   buckets_ = empty.buckets_;
-  node_reserved_ = empty.node_reserved_;
+  reserved_nodes_ = empty.reserved_nodes_;
 }
 
 }  // namespace railyard::sched

@@ -46,6 +46,10 @@ class NodeSet {
     w &= ~bit;
   }
   bool contains(NodeId n) const { return (words_[static_cast<size_t>(n) / 64] >> (n % 64)) & 1; }
+  void clear() {
+    std::fill(words_.begin(), words_.end(), uint64_t{0});
+    size_ = 0;
+  }
   int size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // The smallest member >= from, or -1.
@@ -127,7 +131,9 @@ class ClusterUsage {
   // reservation on it overlaps the window.
   void reserve(std::span<const GpuId> gpus, Window w);
   bool gpu_usable(GpuId g, Window w) const;
-  bool node_has_reservations(NodeId n) const { return node_reserved_[n] != 0; }
+  bool node_has_reservations(NodeId n) const { return reserved_nodes_.contains(n); }
+  // The nodes with a reserved GPU (whatever the windows).
+  const NodeSet& reserved_nodes() const { return reserved_nodes_; }
   // Free GPUs on node n usable in w.
   int usable_on(NodeId n, Window w) const;
   bool any_reservations() const { return !reserved_.empty(); }
@@ -167,7 +173,7 @@ class ClusterUsage {
   std::vector<std::vector<NodeSet>> buckets_;  // [class][free count] -> usable nodes
   std::vector<GpuId> split_;  // GPUs split for MIG, in no particular order (readers must not depend on it)
   std::vector<int32_t> split_pos_;
-  std::vector<uint8_t> node_reserved_;
+  NodeSet reserved_nodes_;
   // The windows of reserved_[i] are reserved_windows_[i]; entries past reserved_.size() are spare buffers.
   std::vector<std::vector<Window>> reserved_windows_;
   std::vector<int32_t> reserved_index_;  // per GPU: index into reserved_ and reserved_windows_, or -1

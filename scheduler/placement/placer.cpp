@@ -100,21 +100,40 @@ struct DomainFit {
   int count = 0;
 };
 
-// Smallest domain holding n of the qualifying nodes, best fit at that level.
-std::optional<DomainFit> smallest_domain_for(const topology::Cluster& c, const std::vector<NodeId>& nodes, int n) {
-  if (static_cast<int>(nodes.size()) < n) return std::nullopt;
-  std::vector<int> count(c.domains().size(), 0);
-  for (NodeId node : nodes)
-    for (DomainId d : c.node(node).up)
-      if (d >= 0) count[d]++;
+// Nodes as a bitset in node order (bit n % 64 of word n / 64), as NodeSet's words.
+using NodeBits = std::vector<uint64_t>;
+
+// Members of `bits` in [first, end).
+int count_in(const NodeBits& bits, NodeId first, NodeId end) {
+  if (first >= end) return 0;
+  const auto word = [](NodeId n) { return static_cast<size_t>(n) / 64; };
+  const auto from = [](NodeId n) { return ~uint64_t{0} << (n % 64); };
+  const auto below = [](NodeId n) { return n % 64 == 0 ? ~uint64_t{0} : (uint64_t{1} << (n % 64)) - 1; };
+  const size_t a = word(first), b = word(end - 1);
+  if (a == b) return std::popcount(bits[a] & from(first) & below(end));
+  int count = std::popcount(bits[a] & from(first)) + std::popcount(bits[b] & below(end));
+  for (size_t w = a + 1; w < b; ++w) count += std::popcount(bits[w]);
+  return count;
+}
+
+// Smallest domain holding n of the qualifying nodes, best fit at that level (fewest qualifying nodes; the
+// lowest id among equals). A domain's nodes are the range [first_node, end_node) (the builder lays nodes out
+// depth first), so a count is a popcount over its words: O(domains + words of the levels counted), not
+// O(nodes), and the levels above the first that fits are not counted.
+std::optional<DomainFit> smallest_domain_for(const topology::Cluster& c, const NodeBits& nodes, int total, int n) {
+  if (total < n) return std::nullopt;
   for (Level level : topology::kSwitchLevels) {
     DomainFit best;
-    for (DomainId d = 0; d < static_cast<DomainId>(count.size()); ++d)
-      if (c.domain(d).level == level && count[d] >= n && (best.domain < 0 || count[d] < best.count))
-        best = {level, d, count[d]};
+    for (DomainId d : c.domains_at(level)) {
+      const auto& dom = c.domain(d);
+      if (dom.node_count() < n) continue;
+      const int count = count_in(nodes, dom.first_node, dom.end_node);
+      if (count >= n && (best.domain < 0 || count < best.count)) best = {level, d, count};
+      if (best.count == n) break;  // none fits better
+    }
     if (best.domain >= 0) return best;
   }
-  return DomainFit{Level::kCluster, -1, static_cast<int>(nodes.size())};
+  return DomainFit{Level::kCluster, -1, total};
 }
 
 // n nodes of `nodes` (sorted) inside `fit`: fewest leaf groups (largest first, the last one best fit), or
@@ -202,32 +221,42 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   std::vector<uint64_t> sets = s.whole_nodes ? std::vector<uint64_t>{} : rail_sets(k, size);
   if (s.whole_nodes) sets.push_back(k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
   sets.push_back(0);  // fallback: any k usable GPUs per node, rails not aligned
-  // Those nodes, in node order, from the free-count buckets (the union of their bit sets): O(words of the
-  // buckets + such nodes), where a scan of every node is O(nodes) per candidate set, most of them full on a
-  // busy cluster.
-  std::vector<uint64_t> members((static_cast<size_t>(c.node_count()) + 63) / 64, 0);
+  // Those nodes, from the free-count buckets (the union of their bit sets), and among them the ones that hold
+  // every GPU a set asks for: whole free nodes without reservations do (of the largest size, or of the
+  // size a whole-node shape asks for), so only the others are looked at one by one. O(words of the buckets + nodes looked at), where a scan of every node is O(nodes) per
+  // candidate set, most of them full on a busy cluster.
+  const size_t words = (static_cast<size_t>(c.node_count()) + 63) / 64;
+  NodeBits members(words, 0), whole(words, 0);
   for (int cls = 0; cls < u.classes().count(); ++cls) {
     if (!r.eligible[cls]) continue;
     const int gpus = c.profiles()[u.classes().class_profile[cls]].gpus;
     if (s.whole_nodes && gpus != k) continue;
     for (int f = k; f <= gpus; ++f) {
-      const auto& words = u.bucket(cls, f).words();
-      for (size_t w = 0; w < words.size(); ++w) members[w] |= words[w];
+      const auto& bucket = u.bucket(cls, f).words();
+      for (size_t w = 0; w < words; ++w) members[w] |= bucket[w];
+      if (f == gpus && (gpus == size || s.whole_nodes))  // every set's GPUs are on such a node
+        for (size_t w = 0; w < words; ++w) whole[w] |= bucket[w];
     }
   }
-  std::vector<NodeId> candidates;
-  candidates.reserve(static_cast<size_t>(enough));
-  for (size_t w = 0; w < members.size(); ++w)
-    for (uint64_t bits = members[w]; bits; bits &= bits - 1)
-      candidates.push_back(static_cast<NodeId>(w * 64 + static_cast<size_t>(std::countr_zero(bits))));
-  std::optional<std::pair<DomainFit, std::vector<NodeId>>> best;
+  const auto& reserved = u.reserved_nodes().words();
+  std::optional<std::pair<DomainFit, NodeBits>> best;
   uint64_t best_set = 0;
   for (uint64_t set : sets) {
     if (set == 0 && (best || s.whole_nodes)) break;
-    std::vector<NodeId> qualifying;
-    for (NodeId n : candidates)
-      if (set != 0 ? set_usable(u, n, set, r.window) : u.usable_on(n, r.window) >= k) qualifying.push_back(n);
-    auto fit = smallest_domain_for(c, qualifying, s.nodes);
+    NodeBits qualifying(words, 0);
+    int total = 0;
+    for (size_t w = 0; w < words; ++w) {
+      const uint64_t sure = members[w] & ~reserved[w] & (set == 0 ? ~uint64_t{0} : whole[w]);
+      uint64_t q = sure;
+      for (uint64_t rest = members[w] & ~sure; rest; rest &= rest - 1) {
+        const int bit = std::countr_zero(rest);
+        const auto n = static_cast<NodeId>(w * 64 + static_cast<size_t>(bit));
+        if (set != 0 ? set_usable(u, n, set, r.window) : u.usable_on(n, r.window) >= k) q |= uint64_t{1} << bit;
+      }
+      qualifying[w] = q;
+      total += std::popcount(q);
+    }
+    auto fit = smallest_domain_for(c, qualifying, total, s.nodes);
     if (!fit) continue;
     bool better = !best || fit->level < best->first.level ||
                   (fit->level == best->first.level && fit->count < best->first.count);
@@ -235,10 +264,17 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   }
   if (!best) return std::nullopt;
   DomainFit fit = spread ? DomainFit{} : best->first;
-  auto nodes = select_nodes(c, best->second, fit, s.nodes, spread);
+  std::vector<NodeId> in_fit;  // the qualifying nodes inside `fit`, in node order
+  const NodeId from = fit.domain >= 0 ? c.domain(fit.domain).first_node : 0;
+  const NodeId to = fit.domain >= 0 ? c.domain(fit.domain).end_node : c.node_count();
+  for (size_t w = static_cast<size_t>(from) / 64; w < words && static_cast<NodeId>(w * 64) < to; ++w)
+    for (uint64_t bits = best->second[w]; bits; bits &= bits - 1) {
+      const auto n = static_cast<NodeId>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+      if (n >= from && n < to) in_fit.push_back(n);
+    }
+  auto nodes = select_nodes(c, in_fit, fit, s.nodes, spread);
   return take_on_nodes(u, nodes, s, best_set, r.window);
 }
-
 std::optional<Choice> place_mig(const ClusterUsage& u, const Request& r) {
   const auto& c = u.cluster();
   std::optional<MigSlice> best;

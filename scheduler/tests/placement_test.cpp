@@ -3,6 +3,8 @@
 #include <set>
 
 #include "scheduler/placement/mig.hpp"
+#include "scheduler/placement/placer.hpp"
+#include "scheduler/placement/request.hpp"
 #include "scheduler/tests/harness.hpp"
 
 namespace railyard::sched {
@@ -85,6 +87,72 @@ TEST(Placement, MultiNodeSubNodeJobKeepsTheSameRails) {
   std::vector<GpuId> want = h2.gpus_of(0, 4, 4);
   for (GpuId g : h2.gpus_of(1, 4, 4)) want.push_back(g);  // not insert(): GCC 12's -Wstringop-overflow misfires on it
   EXPECT_EQ(p2->gpus, want);
+}
+
+// Two leaf groups under one spine, each with the nodes named (of the profiles given).
+topology::Cluster two_leaves(const std::vector<std::pair<std::string, const char*>>& l0,
+                             const std::vector<std::pair<std::string, const char*>>& l1) {
+  topology::ClusterBuilder b("two-leaves");
+  EXPECT_TRUE(b.add_switch({"spine", topology::Level::kSpine}));
+  for (const auto& [leaf, nodes] : {std::pair{"l0", &l0}, std::pair{"l1", &l1}}) {
+    EXPECT_TRUE(b.add_switch({leaf, topology::Level::kLeaf}));
+    EXPECT_TRUE(b.attach_switch("spine", leaf));
+    for (const auto& [name, profile] : *nodes) {
+      EXPECT_TRUE(b.add_node(name, profile));
+      EXPECT_TRUE(b.attach_node(leaf, name));
+    }
+  }
+  return std::move(b).build().value();
+}
+
+TEST(Placement, ARailSetIsNotTakenOnNodesWithFewerGpusThanItsIndices) {
+  // Each leaf: a whole free 4-GPU node and an 8-GPU node with GPUs 0-3 busy. Two nodes x 4 GPUs: on rails
+  // 0-3 only the 4-GPU nodes qualify (one per leaf), on rails 4-7 only the 8-GPU nodes (one per leaf): both
+  // span the spine, and the first set wins. A 4-GPU node has no GPUs 4-7, so it never counts for that set
+  // (counted, it would make each leaf hold two nodes and win with GPUs the node does not have).
+  const auto cluster = two_leaves({{"t0", "t4-node"}, {"h0", "dgx-h100"}}, {{"t1", "t4-node"}, {"h1", "dgx-h100"}});
+  NodeClasses classes(cluster);
+  ClusterUsage usage(cluster, classes, {});
+  for (const char* name : {"h0", "h1"}) {
+    const auto& node = cluster.node(cluster.find_node(name));
+    usage.take(std::vector<GpuId>{node.first_gpu, node.first_gpu + 1, node.first_gpu + 2, node.first_gpu + 3}, 0);
+  }
+  jobs::JobSpec s = spec_gpus(0);
+  s.nodes = 2;
+  s.gpus_per_node = 4;
+  auto req = make_request(s, cluster, classes).value();
+  auto choice = place_topology(usage, req);
+  ASSERT_TRUE(choice);
+  std::vector<GpuId> want;
+  for (const char* name : {"t0", "t1"})
+    for (int i = 0; i < 4; ++i) want.push_back(cluster.node(cluster.find_node(name)).first_gpu + i);
+  EXPECT_EQ(choice->gpus, want);
+}
+
+TEST(Placement, AWholeFreeNodeReservedInTheWindowDoesNotCount) {
+  // Two whole free nodes in each leaf; a reservation on one node of the first leaf for [100, 200). A
+  // two-node job whose window overlaps it fits only in the second leaf; one that ends by then takes the
+  // first (best fit among equal leaf groups: the lowest).
+  const auto cluster = two_leaves({{"a0", "dgx-h100"}, {"a1", "dgx-h100"}}, {{"b0", "dgx-h100"}, {"b1", "dgx-h100"}});
+  NodeClasses classes(cluster);
+  ClusterUsage usage(cluster, classes, {});
+  const auto& a1 = cluster.node(cluster.find_node("a1"));
+  usage.reserve(std::vector<GpuId>{a1.first_gpu}, Window{100, 200});
+  const jobs::JobSpec spec = spec_gpus(16);  // the request points to it
+  auto req = make_request(spec, cluster, classes).value();
+  const auto nodes_of = [&](const Choice& c) {
+    std::set<std::string> names;
+    for (GpuId g : c.gpus) names.insert(cluster.node(cluster.node_of(g)).name);
+    return names;
+  };
+  req.window = {0, 150};
+  auto overlapping = place_topology(usage, req);
+  ASSERT_TRUE(overlapping);
+  EXPECT_EQ(nodes_of(*overlapping), (std::set<std::string>{"b0", "b1"}));
+  req.window = {0, 100};
+  auto before = place_topology(usage, req);
+  ASSERT_TRUE(before);
+  EXPECT_EQ(nodes_of(*before), (std::set<std::string>{"a0", "a1"}));
 }
 
 TEST(Placement, NineGpusPerNodeIsRejectedWithAReason) {
