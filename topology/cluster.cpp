@@ -244,7 +244,7 @@ Result<Cluster> ClusterBuilder::build() && {
     for (NodeId n = dom.first_node; n < dom.end_node; ++n)
       c.nodes_[n].up[switch_level_index(dom.level)] = d;
     if (dom.level == Level::kLeaf) c.leaves_.push_back(d);
-    c.at_level_[static_cast<size_t>(switch_level_index(dom.level))].push_back(d);
+    c.at_level_[static_cast<size_t>(switch_level_index(dom.level))].push_back({d, dom.first_node, dom.end_node});
   }
   for (const Node& n : c.nodes_)
     if (n.leaf() == -1) return invalid("node \"" + n.name + "\" is under no leaf switch");

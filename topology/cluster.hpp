@@ -77,8 +77,15 @@ class Cluster {
   const std::vector<Domain>& domains() const { return domains_; }
   const std::vector<DomainId>& roots() const { return roots_; }
   const std::vector<DomainId>& leaves() const { return leaves_; }  // leaf groups in node order
-  // The domains of one switch level, in id order (node order: domains are laid out depth first).
-  const std::vector<DomainId>& domains_at(Level l) const { return at_level_[static_cast<size_t>(switch_level_index(l))]; }
+  // The domains of one switch level with their node ranges, in id order (node order: domains are laid out
+  // depth first); a compact copy for walks that read only the ranges.
+  struct LevelDomain {
+    DomainId id;
+    NodeId first_node, end_node;
+  };
+  const std::vector<LevelDomain>& domains_at(Level l) const {
+    return at_level_[static_cast<size_t>(switch_level_index(l))];
+  }
 
   int node_count() const { return static_cast<int>(nodes_.size()); }
   int gpu_count() const { return static_cast<int>(gpu_node_.size()); }
@@ -112,7 +119,7 @@ class Cluster {
   std::vector<Domain> domains_;
   std::vector<DomainId> roots_;
   std::vector<DomainId> leaves_;
-  std::array<std::vector<DomainId>, kSwitchLevels.size()> at_level_;
+  std::array<std::vector<LevelDomain>, kSwitchLevels.size()> at_level_;
   std::vector<NodeId> gpu_node_;
   std::vector<int> leaf_sizes_desc_prefix_;  // prefix sums of leaf node counts, largest first
   std::unordered_map<std::string, NodeId> node_index_;

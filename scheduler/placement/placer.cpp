@@ -124,11 +124,10 @@ std::optional<DomainFit> smallest_domain_for(const topology::Cluster& c, const N
   if (total < n) return std::nullopt;
   for (Level level : topology::kSwitchLevels) {
     DomainFit best;
-    for (DomainId d : c.domains_at(level)) {
-      const auto& dom = c.domain(d);
-      if (dom.node_count() < n) continue;
+    for (const auto& dom : c.domains_at(level)) {
+      if (dom.end_node - dom.first_node < n) continue;
       const int count = count_in(nodes, dom.first_node, dom.end_node);
-      if (count >= n && (best.domain < 0 || count < best.count)) best = {level, d, count};
+      if (count >= n && (best.domain < 0 || count < best.count)) best = {level, dom.id, count};
       if (best.count == n) break;  // none fits better
     }
     if (best.domain >= 0) return best;
@@ -222,59 +221,68 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   if (s.whole_nodes) sets.push_back(k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
   sets.push_back(0);  // fallback: any k usable GPUs per node, rails not aligned
   // Those nodes, from the free-count buckets (the union of their bit sets), and among them the ones that hold
-  // every GPU a set asks for: whole free nodes without reservations do (of the largest size, or of the
-  // size a whole-node shape asks for), so only the others are looked at one by one. O(words of the buckets + nodes looked at), where a scan of every node is O(nodes) per
-  // candidate set, most of them full on a busy cluster.
+  // every GPU a set asks for: whole free nodes without reservations do (of the largest size, or of the size
+  // a whole-node shape asks for), so only the others are looked at one by one. O(words of the buckets +
+  // nodes looked at), where a scan of every node is O(nodes) per candidate set, most of them full on a busy
+  // cluster. The bitsets are kept per thread: at 10,000 nodes one is 1.2 KB, past malloc's per-thread cache,
+  // and allocating four per call cost as much as the counting.
+  struct Bitsets {
+    NodeBits members, whole, qualifying, best;
+  };
+  thread_local Bitsets b;
   const size_t words = (static_cast<size_t>(c.node_count()) + 63) / 64;
-  NodeBits members(words, 0), whole(words, 0);
+  for (NodeBits* v : {&b.members, &b.whole}) v->assign(words, 0);
+  b.qualifying.resize(words);
   for (int cls = 0; cls < u.classes().count(); ++cls) {
     if (!r.eligible[cls]) continue;
     const int gpus = c.profiles()[u.classes().class_profile[cls]].gpus;
     if (s.whole_nodes && gpus != k) continue;
     for (int f = k; f <= gpus; ++f) {
       const auto& bucket = u.bucket(cls, f).words();
-      for (size_t w = 0; w < words; ++w) members[w] |= bucket[w];
+      for (size_t w = 0; w < words; ++w) b.members[w] |= bucket[w];
       if (f == gpus && (gpus == size || s.whole_nodes))  // every set's GPUs are on such a node
-        for (size_t w = 0; w < words; ++w) whole[w] |= bucket[w];
+        for (size_t w = 0; w < words; ++w) b.whole[w] |= bucket[w];
     }
   }
   const auto& reserved = u.reserved_nodes().words();
-  std::optional<std::pair<DomainFit, NodeBits>> best;
+  std::optional<DomainFit> best;  // its qualifying nodes in b.best
   uint64_t best_set = 0;
   for (uint64_t set : sets) {
     if (set == 0 && (best || s.whole_nodes)) break;
-    NodeBits qualifying(words, 0);
     int total = 0;
     for (size_t w = 0; w < words; ++w) {
-      const uint64_t sure = members[w] & ~reserved[w] & (set == 0 ? ~uint64_t{0} : whole[w]);
+      const uint64_t sure = b.members[w] & ~reserved[w] & (set == 0 ? ~uint64_t{0} : b.whole[w]);
       uint64_t q = sure;
-      for (uint64_t rest = members[w] & ~sure; rest; rest &= rest - 1) {
+      for (uint64_t rest = b.members[w] & ~sure; rest; rest &= rest - 1) {
         const int bit = std::countr_zero(rest);
         const auto n = static_cast<NodeId>(w * 64 + static_cast<size_t>(bit));
         if (set != 0 ? set_usable(u, n, set, r.window) : u.usable_on(n, r.window) >= k) q |= uint64_t{1} << bit;
       }
-      qualifying[w] = q;
+      b.qualifying[w] = q;
       total += std::popcount(q);
     }
-    auto fit = smallest_domain_for(c, qualifying, total, s.nodes);
+    auto fit = smallest_domain_for(c, b.qualifying, total, s.nodes);
     if (!fit) continue;
-    bool better = !best || fit->level < best->first.level ||
-                  (fit->level == best->first.level && fit->count < best->first.count);
-    if (better) best = std::make_pair(*fit, std::move(qualifying)), best_set = set;
+    if (!best || fit->level < best->level || (fit->level == best->level && fit->count < best->count)) {
+      best = fit, best_set = set;
+      std::swap(b.best, b.qualifying);
+      b.qualifying.resize(words);
+    }
   }
   if (!best) return std::nullopt;
-  DomainFit fit = spread ? DomainFit{} : best->first;
+  DomainFit fit = spread ? DomainFit{} : *best;
   std::vector<NodeId> in_fit;  // the qualifying nodes inside `fit`, in node order
   const NodeId from = fit.domain >= 0 ? c.domain(fit.domain).first_node : 0;
   const NodeId to = fit.domain >= 0 ? c.domain(fit.domain).end_node : c.node_count();
   for (size_t w = static_cast<size_t>(from) / 64; w < words && static_cast<NodeId>(w * 64) < to; ++w)
-    for (uint64_t bits = best->second[w]; bits; bits &= bits - 1) {
+    for (uint64_t bits = b.best[w]; bits; bits &= bits - 1) {
       const auto n = static_cast<NodeId>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
       if (n >= from && n < to) in_fit.push_back(n);
     }
   auto nodes = select_nodes(c, in_fit, fit, s.nodes, spread);
   return take_on_nodes(u, nodes, s, best_set, r.window);
 }
+
 std::optional<Choice> place_mig(const ClusterUsage& u, const Request& r) {
   const auto& c = u.cluster();
   std::optional<MigSlice> best;
