@@ -304,10 +304,12 @@ class Pass {
     return true;
   }
 
-  std::optional<Choice> place(const ClusterUsage& usage, const Request& req) const {
+  // `short_by`: as place_topology's (0 for first-fit and services).
+  std::optional<Choice> place(const ClusterUsage& usage, const Request& req, int* short_by = nullptr) const {
+    if (short_by) *short_by = 0;
     if (req.replicas == 1)
       return s_.config.placement == PolicyConfig::Placement::kFirstFit ? place_first_fit(usage, req)
-                                                                       : place_topology(usage, req);
+                                                                       : place_topology(usage, req, short_by);
     ClusterUsage scratch = usage;  // services: every replica placed on its own, all or none
     Choice all;
     for (int i = 0; i < req.replicas; ++i) {
@@ -493,7 +495,7 @@ class Pass {
     std::optional<double> slower;  // the scattered set's allreduce over the compact one's, when > 1.005
     bool drains = false;           // a job that fills its leaf groups waits for this set to drain
     if (budget) {
-      auto compact = [&](const ClusterUsage& u, const Request& r) -> std::optional<Choice> {
+      auto compact = [&](const ClusterUsage& u, const Request& r, int*) -> std::optional<Choice> {
         if (cfg.search_shortcuts && r.shape.whole_nodes && !u.whole_nodes_in_leaves(r.shape.nodes, needed))
           return std::nullopt;
         auto c = place(u, r);
@@ -643,7 +645,10 @@ class Pass {
     pend(job, priority, reason, message);
     if (reservations_ < s_.config.reservation_depth && req.replicas == 1) {
       auto found = find_reservation(
-          releases_, usage_, req, s_.now, [&](const ClusterUsage& u, const Request& r) { return place(u, r); },
+          releases_, usage_, req, s_.now,
+          [&](const ClusterUsage& u, const Request& r, int* short_by) {
+            return place(u, r, s_.config.search_shortcuts ? short_by : nullptr);  // the count that skips tries
+          },
           undo_);
       if (found) {
         ++reservations_;

@@ -123,7 +123,12 @@ inline bool enough_by_count(const ClusterUsage& usage, const Request& req) {
 
 // Replays the releases on `usage` itself (released with an undo log, restored before returning), so a
 // search costs O(entries released until it fits), not a copy of the usage. `log` is the
-// caller's buffer, cleared here.
+// caller's buffer, cleared here. `place(usage, req, &short_by)` may say by how many nodes a failed try fell
+// short (place_topology's contract: it fails exactly when fewer than n nodes have k usable GPUs in the
+// window). Until as many entries have given GPUs back, or a reservation has ended (its end is an entry too:
+// Releases::add), no node more has them in a later window (a later window only overlaps more of the
+// reservations that have not ended), so those tries are counted as failed without asking the placer: the
+// tries made and the start found are the same.
 template <typename PlaceFn>
 std::optional<FoundReservation> find_reservation(const Releases& releases, ClusterUsage& usage, Request req,
                                                  int64_t now, PlaceFn place, ClusterUsage::UndoLog& log) {
@@ -131,6 +136,8 @@ std::optional<FoundReservation> find_reservation(const Releases& releases, Clust
   log.clear();
   std::optional<FoundReservation> found;
   int failures = 0, stride = 1, since_try = 0;
+  int short_by = 0, given_back = 0;  // since the last try the placer made
+  bool ended = false;
   for (Releases::Cursor it(releases); !it.done() && !found;) {
     const int64_t t = std::max(now, it.entry().end);
     if (t >= kForever) break;
@@ -140,12 +147,22 @@ std::optional<FoundReservation> find_reservation(const Releases& releases, Clust
         usage.give_slice(*e.slice, &log);
       else if (e.node >= 0)
         usage.release(e.node, e.mask, log);
+      if (e.slice || e.node >= 0)
+        ++given_back;
+      else
+        ended = true;
     }
     if (!req.is_mig() && !enough_by_count(usage, req)) continue;
     if (++since_try < stride && !it.done()) continue;
     since_try = 0;
     req.window = {t, duration >= kForever ? kForever : t + duration};
-    if (auto choice = place(std::as_const(usage), req)) {
+    if (short_by > given_back && !ended) {  // fails as the last try did
+      if (++failures >= 16) stride *= 2;
+      continue;
+    }
+    given_back = 0;
+    ended = false;
+    if (auto choice = place(std::as_const(usage), req, &short_by)) {
       if (choice->gpus.empty()) break;  // MIG slices are not reserved
       found = FoundReservation{t, std::move(choice->gpus)};
     } else if (++failures >= 16) {

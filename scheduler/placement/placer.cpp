@@ -205,7 +205,7 @@ Choice take_on_nodes(const ClusterUsage& u, const std::vector<NodeId>& nodes, co
   return ch;
 }
 
-std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
+std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r, int* short_by) {
   const auto& c = u.cluster();
   const Shape& s = r.shape;
   const bool spread = r.layout == jobs::Layout::kSpread;
@@ -216,7 +216,10 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   int enough = 0;
   for (int cls = 0; cls < u.classes().count(); ++cls)
     if (r.eligible[cls]) enough += u.nodes_with_free(cls, k);
-  if (enough < s.nodes) return std::nullopt;
+  if (enough < s.nodes) {
+    if (short_by) *short_by = s.nodes - enough;  // the window's reservations may take more away
+    return std::nullopt;
+  }
   std::vector<uint64_t> sets = s.whole_nodes ? std::vector<uint64_t>{} : rail_sets(k, size);
   if (s.whole_nodes) sets.push_back(k >= 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1);
   sets.push_back(0);  // fallback: any k usable GPUs per node, rails not aligned
@@ -247,6 +250,8 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
   const auto& reserved = u.reserved_nodes().words();
   std::optional<DomainFit> best;  // its qualifying nodes in b.best
   uint64_t best_set = 0;
+  int last_total = 0;  // nodes that qualified for the last set tried: for set 0 (or the whole-node set), every
+                       // node with k usable GPUs, and a set fits exactly when n qualify (the core's any-domain fit)
   for (uint64_t set : sets) {
     if (set == 0 && (best || s.whole_nodes)) break;
     int total = 0;
@@ -261,6 +266,7 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
       b.qualifying[w] = q;
       total += std::popcount(q);
     }
+    last_total = total;
     auto fit = smallest_domain_for(c, b.qualifying, total, s.nodes);
     if (!fit) continue;
     if (!best || fit->level < best->level || (fit->level == best->level && fit->count < best->count)) {
@@ -269,7 +275,10 @@ std::optional<Choice> place_multi(const ClusterUsage& u, const Request& r) {
       b.qualifying.resize(words);
     }
   }
-  if (!best) return std::nullopt;
+  if (!best) {
+    if (short_by) *short_by = s.nodes - last_total;
+    return std::nullopt;
+  }
   DomainFit fit = spread ? DomainFit{} : *best;
   std::vector<NodeId> in_fit;  // the qualifying nodes inside `fit`, in node order
   const NodeId from = fit.domain >= 0 ? c.domain(fit.domain).first_node : 0;
@@ -307,10 +316,11 @@ std::optional<Choice> place_mig(const ClusterUsage& u, const Request& r) {
 
 }  // namespace
 
-std::optional<Choice> place_topology(const ClusterUsage& u, const Request& r) {
+std::optional<Choice> place_topology(const ClusterUsage& u, const Request& r, int* short_by) {
+  if (short_by) *short_by = 0;
   if (r.is_mig()) return place_mig(u, r);
   if (r.shape.nodes == 1) return place_single(u, r, r.shape.total);
-  return place_multi(u, r);
+  return place_multi(u, r, short_by);
 }
 
 std::optional<Choice> place_first_fit(const ClusterUsage& u, const Request& r) {

@@ -25,8 +25,10 @@ struct Choice {
   std::vector<MigSlice> slices;  // MIG only
 };
 
-// One replica of the request's shape, in the request's window.
-std::optional<Choice> place_topology(const ClusterUsage& usage, const Request& req);
+// One replica of the request's shape, in the request's window. A multi-node request fails exactly when
+// fewer than its n nodes have k usable GPUs in the window (k: its largest share); with `short_by`, such a
+// failure sets it to n less that count, or to a lower bound of that (0 when the placer does not know).
+std::optional<Choice> place_topology(const ClusterUsage& usage, const Request& req, int* short_by = nullptr);
 std::optional<Choice> place_first_fit(const ClusterUsage& usage, const Request& req);
 
 // Why the shape does not fit now, in words ("needs 32 whole free nodes; 19 free in the cluster").
