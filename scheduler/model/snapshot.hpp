@@ -94,9 +94,8 @@ struct PolicyConfig {
   // Exact shortcuts: a necessary-condition check before the placer in compact reservation searches, tries of
   // a reservation search skipped while too few nodes got GPUs back since the last failed one
   // (find_reservation), and a placement reused for the next job of the same shape in a pass while nothing it
-  // reads changed. The plans
-  // are the same without them, which the scheduler's property tests and the simulator tests check by turning
-  // them off.
+  // reads changed. The plans are the same without them, which the scheduler's property tests and the
+  // simulator tests check by turning them off.
   bool search_shortcuts = true;
 };
 
