@@ -230,6 +230,7 @@ std::set<std::string> flags_given(const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  store::configure_sqlite();
   spdlog::set_default_logger(spdlog::stderr_color_mt("railyard-scheduler"));
   CLI::App app{"railyard-scheduler: the Railyard job scheduler daemon"};
   daemon::DaemonConfig config;

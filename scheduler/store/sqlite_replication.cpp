@@ -208,9 +208,10 @@ Status SqliteStateStore::apply_replicated(std::span<const ReplicatedEntry> entri
       if (e.seq != applied + 1)
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) + " does not follow " +
                                                std::to_string(applied) + ", the last this database applied"};
-      const int rc = sqlite3changeset_apply(db_, static_cast<int>(e.changeset.size()),
-                                            const_cast<char*>(e.changeset.data()), nullptr, refuse_conflict,
-                                            nullptr);
+      // No savepoint of its own: a conflict aborts the apply, and this transaction rolls back as a whole.
+      const int rc = sqlite3changeset_apply_v2(db_, static_cast<int>(e.changeset.size()),
+                                               const_cast<char*>(e.changeset.data()), nullptr, refuse_conflict,
+                                               nullptr, nullptr, nullptr, SQLITE_CHANGESETAPPLY_NOSAVEPOINT);
       if (rc != SQLITE_OK)
         return Error{ErrorCode::kConflict, "replicated entry " + std::to_string(e.seq) +
                                                " does not apply to this database (" + sqlite3_errstr(rc) +

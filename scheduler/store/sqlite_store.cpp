@@ -189,6 +189,8 @@ void SqliteStateStore::migrate(int target_version) {
   }
 }
 
+void configure_sqlite() { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 jobs::JobSpec SqliteStateStore::parse_stored_spec(JobId id, const std::string& text) {
   auto spec = jobs::parse_job_spec(json::parse(text));
   if (!spec) throw sql::SqlError("job " + std::to_string(id) + ": stored spec: " + spec.error().message);

@@ -44,6 +44,12 @@ struct WarmJobs {
 // the transaction back; kConflict means this store may write nothing more (its on_fenced hook runs).
 using Replicator = std::function<Status(int64_t seq, const std::string& changeset)>;
 
+// SQLite's process-wide settings for a program that uses this store: call first thing in main(), before
+// any thread uses SQLite (sqlite3_config's contract; a later call changes nothing). Turns SQLite's memory
+// statistics off (nothing here reads them): with them on, every allocation inside SQLite takes one global
+// mutex, which a standby applying the leader's log does for every row.
+void configure_sqlite();
+
 class SqliteStateStore final : public StateStore {
  public:
   // Opens (creating when missing) and migrates up to `target_version` (tests stop early to test upgrades).
