@@ -8,8 +8,8 @@
 # Submit cost, side by side in one run: daemon_load with 1, 8 and 64 keep-alive clients, one job per request,
 # each with its own idempotency key (as the CLI sends them), against (a) one scheduler without HA, (b) the HA
 # leader with the state replicated through 3 etcd members (two standbys following), (c) the HA leader on a
-# shared database (--ha-state shared); each on a fresh database of the same 2-node cluster. Prints submits/s
-# and the p50/p99 of a submit's answer.
+# shared database (--ha-state shared); each on a fresh database of the same 2-node cluster. Prints submits/s,
+# the p50/p99 of a submit's answer, and the CPU seconds each scheduler and etcd member used in the run.
 # Takeover: 3 etcd members, 3 schedulers with replicated state (--ha-ttl $HA_TTL, default 5), JOBS pending jobs
 # in the state (POST /jobs:batch of 1,000), an agent with 2 emulated nodes; KILLS times: SIGKILL the leader,
 # then POST a job to the other two every 50 ms until one answers 201 (an idempotency key per round): the time
@@ -32,11 +32,22 @@ ha_start_etcd 3
 ha_setup_cluster
 
 stop_sched() { kill -TERM "${HA_PID[$1]}" 2>/dev/null || true; wait "${HA_PID[$1]}" 2>/dev/null || true; unset "HA_PID[$1]"; }
-load() {  # load PORT TOKEN LABEL
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+load() {  # load PORT TOKEN LABEL PROCESS...: each PROCESS's CPU seconds in the run are printed after it
+  local port=$1 token=$2 label=$3
+  shift 3
   for clients in 1 8 64; do
-    printf '%-24s %2d client(s): ' "$3" "$clients"
-    RAILYARD_LOAD_KEYS=1 "$LOAD" "$1" "$2" "$clients" "$SECS" single | head -1 |
-      sed -E 's/.* requests_per_s=([0-9]+).*submit_ms_p50=([0-9.]+) p99=([0-9.]+).*/\1 submits\/s, answer p50 \2 ms, p99 \3 ms/'
+    printf '%-24s %2d client(s): ' "$label" "$clients"
+    local before=()
+    for p in "$@"; do before+=("$(ticks "${HA_PID[$p]}")"); done
+    RAILYARD_LOAD_KEYS=1 "$LOAD" "$port" "$token" "$clients" "$SECS" single | head -1 |
+      sed -E 's/.* requests_per_s=([0-9]+).*submit_ms_p50=([0-9.]+) p99=([0-9.]+).*/\1 submits\/s, answer p50 \2 ms, p99 \3 ms/' | tr -d '\n'
+    local i=0 cpu=""
+    for p in "$@"; do
+      cpu+=" $p $(awk -v d=$(($(ticks "${HA_PID[$p]}") - before[i])) -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", d / hz}')"
+      i=$((i + 1))
+    done
+    echo "; CPU s:$cpu"
   done
 }
 
@@ -49,7 +60,7 @@ port=$(ha_free_port)
   --web-root none >"$HA_DIR/plain.log" 2>&1 &
 HA_PID[sched-plain]=$!
 until grep -q "listening on" "$HA_DIR/plain.log"; do sleep 0.1; done
-load "$port" "$token" "single controller"
+load "$port" "$token" "single controller" sched-plain
 stop_sched sched-plain
 
 for mode in etcd shared; do
@@ -64,7 +75,7 @@ for mode in etcd shared; do
   ha_start_sched s2
   ha_start_sched s3
   sleep 1
-  load "${HA_PORT[s1]}" "$(cat "$HA_DIR/token")" "HA leader, state $mode"
+  load "${HA_PORT[s1]}" "$(cat "$HA_DIR/token")" "HA leader, state $mode" s1 s2 s3 etcd1 etcd2 etcd3
   for s in s1 s2 s3; do stop_sched "$s"; done
 done
 fi
