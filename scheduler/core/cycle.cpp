@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 #include <unordered_map>
 
 #include "scheduler/core/pass.hpp"
@@ -244,7 +245,9 @@ class Pass {
       }
       e.seen = pass;
       ++examined;
+      current_ = Examined{&e, &buckets[e.bucket]};
       consider(e.job, static_cast<Priority>(item.key));
+      current_ = Examined{};
       narrow = narrow || reservations_ >= s_.config.reservation_depth || blocked_by_;
     }
     return std::move(plan_);
@@ -360,6 +363,10 @@ class Pass {
 
   void consider(const PendingJob& job, Priority priority) {
     const auto& spec = *job.spec;
+    if (current_.entry) {
+      if (still_parked(*current_.entry, *current_.bucket, job)) return;
+      current_.entry->compact_parked = -1;
+    }
     if (!gates_open(job, priority)) return;
     auto made = make_request(spec, *s_.cluster, classes_);
     if (!made) return void(plan_.rejected.push_back({job.id, made.error().message}));
@@ -486,9 +493,7 @@ class Pass {
     const bool budget = compact_reservations_ < cfg.reservation_depth;
     const int64_t limit = req.window.end >= kForever ? 0 : req.window.end - req.window.start;
     const int64_t longest = std::max(cfg.compact_wait_s, cfg.compact_wait_max_s);
-    const double share = cfg.compact_wait_share * static_cast<double>(limit);  // clamped before the cast
-    const int64_t shared =
-        share >= static_cast<double>(longest) ? longest : std::max(cfg.compact_wait_s, static_cast<int64_t>(share));
+    const int64_t shared = shared_compact_wait(limit);
     int64_t deadline = since + (budget ? longest : shared);
     if (s_.now >= deadline) return false;
     std::optional<FoundReservation> found;
@@ -523,7 +528,10 @@ class Pass {
     plan_.pending.back().compact_since = since;
     plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
     if (!cfg.backfill) blocked_by_ = job.id;
-    if (!found) return true;
+    if (!found) {
+      if (current_.entry && !preempts) current_.entry->compact_parked = deadline;
+      return true;
+    }
     ++compact_reservations_;
     hold(job.id, req, std::move(*found));
     return true;
@@ -536,6 +544,50 @@ class Pass {
   // for a compact reservation that frees within compact_wait_max_s whatever the cost model says.
   bool fills_leaf_groups(const Request& req, int needed) const {
     return s_.cluster->min_leaves_for_nodes(req.shape.nodes + 1) > needed;
+  }
+
+  // The compact wait of a job with time limit `limit` (0: none) when it has no reservation to wait for:
+  // compact_wait_share × the limit, at least compact_wait_s, at most the longest wait.
+  int64_t shared_compact_wait(int64_t limit) const {
+    const auto& cfg = s_.config;
+    const int64_t longest = std::max(cfg.compact_wait_s, cfg.compact_wait_max_s);
+    const double share = cfg.compact_wait_share * static_cast<double>(limit);  // clamped before the cast
+    return share >= static_cast<double>(longest) ? longest : std::max(cfg.compact_wait_s, static_cast<int64_t>(share));
+  }
+
+  // Whether consider() would make the job of queue entry `e` (in bucket `b`) wait for a compact placement
+  // without a reservation, with the deadline the last pass that examined it gave it (Entry::compact_parked):
+  // then that pass's verdict stands (reason, estimated start, compact_since), and the job is passed over as
+  // the narrow phase passes over jobs whose shape failed, its deadline still waking the scheduler. Certain
+  // only when everything the verdict reads is known without the job's request: the job unchanged (not
+  // marked), not held, without dependencies, not high QoS (which may preempt), no quotas or removed nodes
+  // (which could make it wait for another reason); no compact reservation left to search for this pass; the
+  // same deadline, not reached; its shape not failed this pass; and the placement now known, as place_now()
+  // would give it (its answer for this shape still exact: PlacedShape), spanning more leaf groups than the
+  // fewest. Without reason messages only (explain off): with them, the message says how the placement now
+  // spans, which may have changed.
+  bool still_parked(const PendingQueue::Entry& e, const PendingQueue::Bucket& b, const PendingJob& job) {
+    const auto& cfg = s_.config;
+    const auto& spec = *job.spec;
+    if (e.compact_parked < 0 || e.marked || !b.shape || job.held || job.compact_wait_since < 0) return false;
+    if (cfg.explain || !cfg.backfill || !cfg.search_shortcuts || cfg.compact_wait_s <= 0 ||
+        cfg.placement != PolicyConfig::Placement::kTopology || b.shape->nodes <= 1 || b.shape->replicas != 1)
+      return false;
+    if (compact_reservations_ < cfg.reservation_depth || blocked_by_) return false;
+    if ((spec.qos == jobs::Qos::kHigh && cfg.preemption) || !s_.user_quota.empty() || !s_.project_quota.empty() ||
+        usage_.removed_nodes() > 0 || spec.any_dependency([](const jobs::Dependency&) { return true; }))
+      return false;
+    const int64_t end = spec.time_limit_s > 0 ? s_.now + spec.time_limit_s : kForever;  // consider()'s window
+    const int64_t deadline = job.compact_wait_since + shared_compact_wait(end >= kForever ? 0 : end - s_.now);
+    if (deadline != e.compact_parked || s_.now >= deadline || memo_.failed(*b.shape, end)) return false;
+    auto it = placed_.find(*b.shape);
+    if (it == placed_.end()) return false;
+    PlacedShape& p = it->second;
+    if (p.epoch != epoch_ || p.overlapping != overlapping(end) || !p.choice) return false;
+    if (p.spanned < 0) std::tie(p.spanned, p.needed) = leaves_of(p.choice->gpus);
+    if (p.spanned <= p.needed) return false;
+    plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
+    return true;
   }
 
   // Holds `found` for the job: its GPUs reserved for [start, start + time limit), a time for later searches
@@ -565,14 +617,18 @@ class Pass {
     if (!key || !s_.config.search_shortcuts || req.replicas != 1 ||
         s_.config.placement != PolicyConfig::Placement::kTopology)
       return place(usage_, req);
-    const auto overlapping = static_cast<size_t>(
-        std::lower_bound(reservation_starts_.begin(), reservation_starts_.end(), req.window.end) -
-        reservation_starts_.begin());
+    const size_t now_overlapping = overlapping(req.window.end);
     auto [it, added] = placed_.try_emplace(*key);  // total and nodes fix GPUs per node (Shape::per_node)
     PlacedShape& p = it->second;
-    if (!added && p.epoch == epoch_ && p.overlapping == overlapping) return p.choice;
-    p = {epoch_, overlapping, place(usage_, req)};
+    if (!added && p.epoch == epoch_ && p.overlapping == now_overlapping) return p.choice;
+    p = {epoch_, now_overlapping, place(usage_, req)};
     return p.choice;
+  }
+
+  // This pass's reservations beginning before `end`.
+  size_t overlapping(int64_t end) const {
+    return static_cast<size_t>(std::lower_bound(reservation_starts_.begin(), reservation_starts_.end(), end) -
+                               reservation_starts_.begin());
   }
 
   // How much slower the cost model rates an allreduce on `scattered` than on `compact`; nullopt when it is
@@ -672,6 +728,7 @@ class Pass {
     uint64_t epoch = 0;
     size_t overlapping = 0;  // reservations beginning before the window's end
     std::optional<Choice> choice;
+    int spanned = -1, needed = 0;  // leaves_of(choice), once still_parked() asked (-1: not yet)
   };
   std::unordered_map<FailMemo::Key, PlacedShape, FailMemo::KeyHash> placed_;  // place_now's answers
   uint64_t epoch_ = 1;                     // changes with every start and reservation
@@ -681,6 +738,12 @@ class Pass {
   int compact_reservations_ = 0;  // compact waits' reservations: a budget of their own (compact_reservation_depth)
   std::optional<JobId> blocked_by_;
   Plan plan_;
+  // The queue entry consider() examines and its bucket, in a pass over a kept queue (run(PendingQueue&)).
+  struct Examined {
+    PendingQueue::Entry* entry = nullptr;
+    const PendingQueue::Bucket* bucket = nullptr;
+  };
+  Examined current_;
 };
 
 }  // namespace

@@ -72,6 +72,10 @@ class PendingQueue {
     bool marked = false;  // examined by the next pass whatever the bucket (see the header comment)
     uint64_t seen = 0;    // the pass that examined it last
     uint64_t listed = 0;  // the pass that listed it among the marked
+    // The deadline of the compact wait without a reservation that the last pass to examine the job gave it
+    // (its estimated start); -1: that pass told it something else. A pass passes such a job over while the
+    // same verdict is certain (cycle.cpp, Pass::still_parked).
+    int64_t compact_parked = -1;
   };
 
   // Brings the queue to `s` (see the header comment). `classes` are the pass's; a change of them, of the
