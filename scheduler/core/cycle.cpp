@@ -580,10 +580,10 @@ class Pass {
     const int64_t end = spec.time_limit_s > 0 ? s_.now + spec.time_limit_s : kForever;  // consider()'s window
     const int64_t deadline = job.compact_wait_since + shared_compact_wait(end >= kForever ? 0 : end - s_.now);
     if (deadline != e.compact_parked || s_.now >= deadline || memo_.failed(*b.shape, end)) return false;
-    auto it = placed_.find(*b.shape);
+    auto it = placed_.find(PlacedKey{*b.shape, overlapping(end)});
     if (it == placed_.end()) return false;
     PlacedShape& p = it->second;
-    if (p.epoch != epoch_ || p.overlapping != overlapping(end) || !p.choice) return false;
+    if (p.epoch != epoch_ || !p.choice) return false;
     if (p.spanned < 0) std::tie(p.spanned, p.needed) = leaves_of(p.choice->gpus);
     if (p.spanned <= p.needed) return false;
     plan_.wake_at = std::min(plan_.wake_at.value_or(deadline), deadline);
@@ -605,7 +605,8 @@ class Pass {
   }
 
   // The placer for a job now (window [now, now + limit)), its answer reused (search_shortcuts) from an
-  // earlier job of this pass with the same request shape, while that is exact: the placer reads the usage,
+  // earlier job of this pass with the same request shape and as many of this pass's reservations beginning
+  // before its window's end, while that is exact: the placer reads the usage,
   // the shape, the eligible classes and the layout, and the window only through the reservations that
   // overlap it. With no start since (epoch_) the usage is as it was (reservation searches undo what they
   // release). With no reservation since (epoch_ too), the reservations are the same, all beginning at or
@@ -617,11 +618,11 @@ class Pass {
     if (!key || !s_.config.search_shortcuts || req.replicas != 1 ||
         s_.config.placement != PolicyConfig::Placement::kTopology)
       return place(usage_, req);
-    const size_t now_overlapping = overlapping(req.window.end);
-    auto [it, added] = placed_.try_emplace(*key);  // total and nodes fix GPUs per node (Shape::per_node)
+    // Total and nodes fix GPUs per node (Shape::per_node).
+    auto [it, added] = placed_.try_emplace(PlacedKey{*key, overlapping(req.window.end)});
     PlacedShape& p = it->second;
-    if (!added && p.epoch == epoch_ && p.overlapping == now_overlapping) return p.choice;
-    p = {epoch_, now_overlapping, place(usage_, req)};
+    if (!added && p.epoch == epoch_) return p.choice;
+    p = {epoch_, place(usage_, req)};
     return p.choice;
   }
 
@@ -724,13 +725,22 @@ class Pass {
   std::vector<char> gone_;
   Releases releases_;
   FailMemo memo_;
+  // place_now's answers, by shape and the number of this pass's reservations overlapping the window (jobs
+  // of one shape with other time limits see other reservations).
+  struct PlacedKey {
+    FailMemo::Key shape;
+    size_t overlapping = 0;
+    bool operator==(const PlacedKey&) const = default;
+  };
+  struct PlacedKeyHash {
+    size_t operator()(const PlacedKey& k) const { return FailMemo::KeyHash()(k.shape) ^ (k.overlapping * 0x9e3779b97f4a7c15ull); }
+  };
   struct PlacedShape {
     uint64_t epoch = 0;
-    size_t overlapping = 0;  // reservations beginning before the window's end
     std::optional<Choice> choice;
     int spanned = -1, needed = 0;  // leaves_of(choice), once still_parked() asked (-1: not yet)
   };
-  std::unordered_map<FailMemo::Key, PlacedShape, FailMemo::KeyHash> placed_;  // place_now's answers
+  std::unordered_map<PlacedKey, PlacedShape, PlacedKeyHash> placed_;
   uint64_t epoch_ = 1;                     // changes with every start and reservation
   std::vector<int64_t> reservation_starts_;  // of this pass's reservations, sorted
   std::unordered_map<std::string, int> user_used_, project_used_;
