@@ -145,9 +145,9 @@ class Pass {
   // a bucket whole once no job of it can start (fewer free GPUs in its classes than it needs, or its shape
   // failed for a window no longer than its shortest: usage only shrinks as the pass goes), and a job of a
   // live bucket whose shape failed for a window no longer than its own, unless it may preempt. Such jobs
-  // would only be told again why they wait; they keep what the last pass told them. Marked jobs (new or
-  // changed, or gated) are examined wherever they are. Plan::unexamined lists the marked jobs a budget
-  // cut left.
+  // would only be told again why they wait; they keep what the last pass told them. So does a compact wait
+  // whose verdict stands (still_parked), wherever it is. Marked jobs (new or changed, or gated) are examined
+  // wherever they are. Plan::unexamined lists the marked jobs a budget cut left.
   Plan run(PendingQueue& queue) {
     const uint64_t pass = queue.next_pass();
     const PriorityModel& model = queue.model();
