@@ -445,9 +445,11 @@ class Pass {
     return {leaves, c.min_leaves_for_nodes(nodes)};
   }
 
-  bool compact_waits(const Request& req) const {
-    return s_.config.compact_wait_s > 0 && s_.config.placement == PolicyConfig::Placement::kTopology &&
-           req.shape.nodes > 1 && req.replicas == 1 && !req.is_mig();
+  bool compact_waits(const Request& req) const { return !req.is_mig() && compact_waits(req.shape.nodes, req.replicas); }
+  // The same for a request of `nodes` nodes and `replicas` replicas, not MIG.
+  bool compact_waits(int nodes, int replicas) const {
+    return s_.config.compact_wait_s > 0 && s_.config.placement == PolicyConfig::Placement::kTopology && nodes > 1 &&
+           replicas == 1;
   }
 
   // A high-QoS job whose best placement now spans more leaf groups than its minimum preempts scavenger jobs
@@ -570,8 +572,8 @@ class Pass {
     const auto& cfg = s_.config;
     const auto& spec = *job.spec;
     if (e.compact_parked < 0 || e.marked || !b.shape || job.held || job.compact_wait_since < 0) return false;
-    if (cfg.explain || !cfg.backfill || !cfg.search_shortcuts || cfg.compact_wait_s <= 0 ||
-        cfg.placement != PolicyConfig::Placement::kTopology || b.shape->nodes <= 1 || b.shape->replicas != 1)
+    // A shape key is never a MIG request's (shape_key).
+    if (cfg.explain || !cfg.backfill || !cfg.search_shortcuts || !compact_waits(b.shape->nodes, b.shape->replicas))
       return false;
     if (compact_reservations_ < cfg.reservation_depth || blocked_by_) return false;
     if ((spec.qos == jobs::Qos::kHigh && cfg.preemption) || !s_.user_quota.empty() || !s_.project_quota.empty() ||
